@@ -1,0 +1,191 @@
+"""The decision function: a validated Jev request -> engine reads -> Jev answers (+ diagnostics).
+
+Called by the HTTP route and, later, by the alert path; nothing else shapes answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.decisions.plan import ChunkResult, Hierarchy, Read, Spec, combine_hierarchical, first_stage_reads, render
+from app.decisions.policy import Combined, Policy, combine, normalized_entropy
+from app.engine import EngineClient
+from app.errors import ApiError
+from app.wire import BoxQuestion, SystemOneRequest
+
+Job = tuple[int, int]  # (spec index, order index)
+
+
+@dataclass
+class Decision:
+    answers: dict[str, dict[str, Any]]
+    usage: dict[str, int]
+    diagnostics: dict[str, dict[str, Any]]
+    engine_reads: dict[str, int]  # per question, chunk and final reads included
+
+
+@dataclass
+class _Reading:
+    probs: list[float]  # over all options, request order
+    label_mass: float
+    engine_reads: int
+
+
+@dataclass
+class _Usage:
+    state_tokens: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: list[tuple[int, int, int]] = field(default_factory=list)  # (reads, input, output) per call
+
+    def total(self) -> dict[str, int]:
+        # vLLM counts every read's full prompt; the shared state is billed once, as hosted Jev does.
+        overhead = sum(max(0, tokens - reads * self.state_tokens) for reads, tokens, _ in self.calls)
+        return {
+            "input_tokens": self.state_tokens + overhead,
+            "output_tokens": sum(out for _, _, out in self.calls),
+        }
+
+
+class Decider:
+    def __init__(self, engine: EngineClient, *, max_options: int, max_questions_per_call: int) -> None:
+        self.engine = engine
+        self.max_options = max_options
+        self.per_call = max_questions_per_call
+
+    async def decide(self, request: SystemOneRequest, policy: Policy) -> Decision:
+        for name, q in request.questions.items():
+            if isinstance(q, BoxQuestion):
+                raise ApiError(
+                    400,
+                    f"Question {name!r} is a box question, which needs a vision model; this deployment "
+                    "serves a text-only model and answers noul, choice and score questions.",
+                )
+        specs = [Spec.from_question(name, q) for name, q in request.questions.items()]  # type: ignore[arg-type]
+        state = render(request.state) or ""
+        # Counting the state's tokens runs beside the first reads, so it adds no latency.
+        state_tokens = asyncio.create_task(self.engine.count_tokens(state))
+        try:
+            usage = _Usage(state_tokens=0)
+            readable = [i for i, s in enumerate(specs) if s.n > 1 or s.kind != "score"]
+            first: list[Job] = [
+                (i, k) for i in readable for k in range(policy.first_orders(specs[i].max_orders()))
+            ]
+            readings = await self._readings(specs, state, first, usage)
+            first_entropy = {i: normalized_entropy(readings[(i, 0)].probs) for i in readable}
+            extra: list[Job] = [
+                (i, k)
+                for i in readable
+                for k in range(1, 1 + policy.extra_orders(first_entropy[i], specs[i].max_orders()))
+            ]
+            if extra:
+                readings.update(await self._readings(specs, state, extra, usage))
+            usage.state_tokens = await state_tokens
+        finally:
+            state_tokens.cancel()
+
+        by_spec: dict[int, list[_Reading]] = defaultdict(list)
+        for (i, _k), reading in sorted(readings.items()):
+            by_spec[i].append(reading)
+        answers, diagnostics, engine_reads = {}, {}, {}
+        for i, spec in enumerate(specs):
+            if i not in by_spec:  # a one-level score: nothing to read
+                answers[spec.name] = _answer(spec, combine([[1.0]], [1.0]))
+                diagnostics[spec.name] = {"reads": 0, "engine_reads": 0, "confidence": 1.0}
+                engine_reads[spec.name] = 0
+                continue
+            rs = by_spec[i]
+            combined = combine([r.probs for r in rs], [r.label_mass for r in rs])
+            answers[spec.name] = _answer(spec, combined)
+            engine_reads[spec.name] = sum(r.engine_reads for r in rs)
+            diagnostics[spec.name] = {
+                "reads": combined.reads,
+                "engine_reads": engine_reads[spec.name],
+                "first_read_entropy": first_entropy[i],
+                "entropy": combined.entropy,
+                "stderr": combined.stderr,
+                "agreement": combined.agreement,
+                "label_mass": combined.label_mass,
+                "confidence": combined.confidence,
+            }
+        return Decision(answers, usage.total(), diagnostics, engine_reads)
+
+    async def _readings(
+        self, specs: list[Spec], state: str, jobs: list[Job], usage: _Usage
+    ) -> dict[Job, _Reading]:
+        """One reading per job: direct reads, or chunk reads then a final read for large choices."""
+        stage1 = {job: first_stage_reads(job[0], specs[job[0]], job[1], self.max_options) for job in jobs}
+        results = await self._run([r for reads in stage1.values() for r in reads], specs, state, usage)
+        out: dict[Job, _Reading] = {}
+        pending: dict[Job, tuple[Hierarchy, list[list[int]], Read]] = {}
+        pos = 0
+        for job, reads in stage1.items():
+            spec = specs[job[0]]
+            got = results[pos : pos + len(reads)]
+            pos += len(reads)
+            if len(reads) == 1:
+                probs, mass = got[0]
+                full = [0.0] * spec.n
+                for o, p in zip(reads[0].options, probs, strict=True):
+                    full[o] = p
+                out[job] = _Reading(full, mass, 1)
+                continue
+            tree = Hierarchy([ChunkResult(r.options, p, m) for r, (p, m) in zip(reads, got, strict=True)])
+            reps = tree.representatives(self.max_options)
+            pending[job] = (tree, reps, Read(job[0], job[1], tuple(o for chunk in reps for o in chunk)))
+        if pending:
+            finals = await self._run([final for _, _, final in pending.values()], specs, state, usage)
+            for (job, (tree, reps, final)), (probs, mass) in zip(pending.items(), finals, strict=True):
+                final_probs = dict(zip(final.options, probs, strict=True))
+                full = combine_hierarchical(specs[job[0]].n, tree.chunks, reps, final_probs)
+                masses = [c.label_mass for c in tree.chunks] + [mass]
+                out[job] = _Reading(full, sum(masses) / len(masses), len(masses))
+        return out
+
+    async def _run(
+        self, reads: list[Read], specs: list[Spec], state: str, usage: _Usage
+    ) -> list[tuple[list[float], float]]:
+        """Send reads to vLLM's native endpoint, at most `per_call` per call, all calls at once."""
+        groups = [reads[i : i + self.per_call] for i in range(0, len(reads), self.per_call)]
+        bodies = [
+            {
+                "state": state,
+                "questions": {f"r{j}": r.engine_question(specs[r.spec_index]) for j, r in enumerate(g)},
+            }
+            for g in groups
+        ]
+        responses = await asyncio.gather(*(self.engine.systemone(b) for b in bodies))
+        out = []
+        for group, resp in zip(groups, responses, strict=True):
+            try:
+                u = resp["usage"]
+                usage.calls.append((len(group), int(u["input_tokens"]), int(u["output_tokens"])))
+                for j, read in enumerate(group):
+                    probs = read.probabilities(specs[read.spec_index], resp["answers"][f"r{j}"])
+                    out.append((probs, float(resp["diagnostics"][f"r{j}"]["label_mass"])))
+            except (KeyError, TypeError, ValueError) as e:
+                raise ApiError(502, f"The engine's answer lacks an expected field ({e!r}).") from e
+        return out
+
+
+def _answer(spec: Spec, c: Combined) -> dict[str, Any]:
+    """The Jev answer shapes: noul has no confidence; choice and score always do."""
+    if spec.kind == "noul":
+        return {"type": "noul", "noul": c.probs[0]}
+    if spec.kind == "choice":
+        return {
+            "type": "choice",
+            "choice": spec.options[c.top],
+            "confidence": c.confidence,
+            "probabilities": dict(zip(spec.options, c.probs, strict=True)),
+        }
+    return {
+        "type": "score",
+        "score": sum(i * p for i, p in enumerate(c.probs)),
+        "confidence": c.confidence,
+        "legend": {str(i): level for i, level in enumerate(spec.legend)},
+        "probabilities": {str(i): p for i, p in enumerate(c.probs)},
+    }

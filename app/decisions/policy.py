@@ -1,0 +1,77 @@
+"""Read policy math: entropy, when to re-read, averaging, standard error, agreement, confidence."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from app.settings import ReadPolicyName
+
+
+@dataclass(frozen=True)
+class Policy:
+    mode: ReadPolicyName
+    reread_entropy: float
+    extra_reads: int
+    debias_reads: int
+
+    def first_orders(self, max_orders: int) -> int:
+        """How many option orders every question gets in the first round."""
+        return min(self.debias_reads, max_orders) if self.mode == "debias" else 1
+
+    def extra_orders(self, first_entropy: float, max_orders: int) -> int:
+        """How many more orders a question gets after its first read (adaptive only)."""
+        if self.mode != "adaptive" or first_entropy <= self.reread_entropy:
+            return 0
+        return max(0, min(self.extra_reads, max_orders - 1))
+
+
+def normalized_entropy(probs: list[float]) -> float:
+    """Shannon entropy divided by log(n): 0 when certain, 1 when uniform; 0 for a single option."""
+    if len(probs) < 2:
+        return 0.0
+    h = -sum(p * math.log(p) for p in probs if p > 0.0)
+    return min(1.0, max(0.0, h / math.log(len(probs))))
+
+
+def argmax(values: list[float]) -> int:
+    return max(range(len(values)), key=values.__getitem__)
+
+
+@dataclass(frozen=True)
+class Combined:
+    probs: list[float]
+    top: int
+    reads: int
+    stderr: float | None
+    agreement: float
+    entropy: float
+    label_mass: float
+
+    @property
+    def confidence(self) -> float:
+        """Averaged probability of the answer x mean label mass (see README, "Confidence")."""
+        return min(1.0, self.probs[self.top] * self.label_mass)
+
+
+def combine(readings: list[list[float]], label_masses: list[float]) -> Combined:
+    """Average readings (each a distribution in request order) into one answer with diagnostics."""
+    k = len(readings)
+    n = len(readings[0])
+    mean = [sum(r[i] for r in readings) / k for i in range(n)]
+    total = sum(mean)
+    mean = [p / total for p in mean]  # removes float drift so the answer sums to 1
+    top = argmax(mean)
+    tops = [r[top] for r in readings]
+    stderr = statistics.stdev(tops) / math.sqrt(k) if k > 1 else None
+    agreement = sum(1 for r in readings if argmax(r) == top) / k
+    return Combined(
+        probs=mean,
+        top=top,
+        reads=k,
+        stderr=stderr,
+        agreement=agreement,
+        entropy=normalized_entropy(mean),
+        label_mass=sum(label_masses) / len(label_masses),
+    )

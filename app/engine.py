@@ -1,0 +1,99 @@
+"""The one async HTTP client of the vLLM engine: health, native structured-decision reads, tokenize.
+
+vLLM is a process behind an HTTP contract; nothing from its Python package is imported here.
+Engine failures become 502/503 `ApiError`s with a message, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from typing import Any
+
+import httpx
+
+from app.errors import ApiError
+
+# vLLM's DiffusionGemma strategy rejects prompts that do not fit max_model_len with a 400 whose
+# message says so; that one is the client's (too much state), not the engine's.
+_TOO_LONG = re.compile(r"more than max_model_len|maximum context length|too long", re.IGNORECASE)
+
+
+class EngineClient:
+    def __init__(self, base_url: str, model: str, timeout_s: float, retry_after_s: int) -> None:
+        self.model = model
+        self.retry_after_s = retry_after_s
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            timeout=httpx.Timeout(timeout_s, connect=5.0),
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+        )
+        self._token_counts: OrderedDict[str, int] = OrderedDict()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def healthy(self) -> bool:
+        try:
+            r = await self._http.get("/health", timeout=2.0)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200
+
+    async def systemone(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One call of vLLM's native `POST /v1/systemone`."""
+        return await self._post("/v1/systemone", {"model": self.model, **body})
+
+    async def count_tokens(self, text: str) -> int:
+        """Tokens of `text` alone (no special tokens); cached, since states repeat across questions."""
+        if text in self._token_counts:
+            self._token_counts.move_to_end(text)
+            return self._token_counts[text]
+        data = await self._post("/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False})
+        count = int(data["count"])
+        self._token_counts[text] = count
+        while len(self._token_counts) > 256:
+            self._token_counts.popitem(last=False)
+        return count
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            r = await self._http.post(path, json=body)
+        except httpx.TimeoutException as e:
+            raise ApiError(
+                503, f"The engine did not answer in time ({type(e).__name__}).", retry_after=self.retry_after_s
+            ) from e
+        except httpx.HTTPError as e:
+            raise ApiError(
+                503, f"The engine is not reachable ({type(e).__name__}).", retry_after=self.retry_after_s
+            ) from e
+        if r.status_code == 200:
+            try:
+                data: dict[str, Any] = r.json()
+            except ValueError as e:
+                raise ApiError(502, "The engine answered with a body that is not JSON.") from e
+            return data
+        message = _engine_message(r)
+        if r.status_code == 400:
+            if _TOO_LONG.search(message):
+                raise ApiError(400, f"Input too long: {message}", extra={"error_type": "max_tokens_exceeded"})
+            raise ApiError(400, f"The engine rejected the request: {message}")
+        if r.status_code in (429, 503):
+            raise ApiError(503, f"The engine is saturated: {message}", retry_after=self.retry_after_s)
+        raise ApiError(502, f"The engine failed (HTTP {r.status_code}): {message}")
+
+
+def _engine_message(r: httpx.Response) -> str:
+    try:
+        data = r.json()
+    except ValueError:
+        return r.text[:300] or "(no body)"
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])[:500]
+        if isinstance(err, str):
+            return err[:500]
+        if isinstance(data.get("detail"), str):
+            return str(data["detail"])[:500]
+    return str(data)[:300]

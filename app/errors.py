@@ -1,0 +1,89 @@
+"""One function shapes every error response; the exception handlers all call it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+RETRY_STATUSES = (429, 503)
+
+
+class ApiError(Exception):
+    """An error for the client: `detail` is a message (or a FastAPI-style list for 422)."""
+
+    def __init__(
+        self,
+        status: int,
+        detail: str | list[dict[str, Any]],
+        *,
+        extra: dict[str, Any] | None = None,
+        retry_after: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail if isinstance(detail, str) else "validation error")
+        self.status = status
+        self.detail = detail
+        self.extra = extra or {}
+        self.retry_after = retry_after
+        self.headers = headers or {}
+
+
+def error_response(
+    status: int,
+    detail: str | list[dict[str, Any]],
+    *,
+    extra: dict[str, Any] | None = None,
+    retry_after: int | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """The one shape of every error: `{"detail": ...}` (+ extras), Retry-After when retryable."""
+    hdrs = dict(headers or {})
+    if retry_after is not None:
+        hdrs["Retry-After"] = str(retry_after)
+        hdrs["retry-after-ms"] = str(retry_after * 1000)
+    return JSONResponse({"detail": detail, **(extra or {})}, status_code=status, headers=hdrs)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every exception through `error_response`; never leak a stack trace."""
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(
+            exc.status, exc.detail, extra=exc.extra, retry_after=exc.retry_after, headers=exc.headers
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, validation_detail(exc.errors()))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, str(exc.detail), headers=dict(exc.headers or {}))
+
+
+def validation_detail(errors: Any, prefix: tuple[str | int, ...] = ()) -> list[dict[str, Any]]:
+    """Pydantic errors as FastAPI's `detail` list, JSON-safe, with `loc` starting at `body`."""
+    out = []
+    for e in errors:
+        item = {"type": e["type"], "loc": [*prefix, *e["loc"]], "msg": e["msg"]}
+        if "input" in e:
+            item["input"] = _json_safe(e["input"])
+        if e.get("ctx"):
+            item["ctx"] = {k: _json_safe(v) for k, v in e["ctx"].items()}
+        out.append(item)
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return str(value)

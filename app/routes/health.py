@@ -1,0 +1,31 @@
+"""Probes and metrics: `/healthz` (process alive), `/readyz` (engine ready), `/metrics`."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.deps import EngineDep, MetricsDep, SettingsDep
+from app.errors import ApiError
+
+router = APIRouter(tags=["ops"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The gateway process is alive."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(engine: EngineDep, settings: SettingsDep) -> dict[str, str]:
+    """Ready to decide: the engine answers its health check."""
+    if not await engine.healthy():
+        raise ApiError(503, "The engine is not ready.", retry_after=settings.retry_after_s)
+    return {"status": "ready"}
+
+
+@router.get("/metrics")
+async def metrics(m: MetricsDep) -> Response:
+    """Prometheus metrics."""
+    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
