@@ -72,7 +72,9 @@ class Admission:
     async def slot(self) -> AsyncIterator[None]:
         if self._slots.locked() and self._waiting >= self._max_waiting:
             raise ApiError(
-                429, "The gateway is saturated; retry after the indicated delay.", retry_after=self._retry_after
+                429,
+                "The gateway is saturated; retry after the indicated delay.",
+                retry_after=self._retry_after,
             )
         self._waiting += 1
         self._metrics.queued.inc()

@@ -49,7 +49,9 @@ class EngineClient:
         if text in self._token_counts:
             self._token_counts.move_to_end(text)
             return self._token_counts[text]
-        data = await self._post("/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False})
+        data = await self._post(
+            "/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False}
+        )
         count = int(data["count"])
         self._token_counts[text] = count
         while len(self._token_counts) > 256:
@@ -61,7 +63,9 @@ class EngineClient:
             r = await self._http.post(path, json=body)
         except httpx.TimeoutException as e:
             raise ApiError(
-                503, f"The engine did not answer in time ({type(e).__name__}).", retry_after=self.retry_after_s
+                503,
+                f"The engine did not answer in time ({type(e).__name__}).",
+                retry_after=self.retry_after_s,
             ) from e
         except httpx.HTTPError as e:
             raise ApiError(

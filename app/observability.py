@@ -68,8 +68,12 @@ class Metrics:
         self.errors = Counter(
             "dgemma_errors", "Error responses (status >= 400) by status.", ["status"], registry=self.registry
         )
-        self.inflight = Gauge("dgemma_decisions_inflight", "Decisions being read now.", registry=self.registry)
-        self.queued = Gauge("dgemma_decisions_queued", "Decisions waiting for a slot.", registry=self.registry)
+        self.inflight = Gauge(
+            "dgemma_decisions_inflight", "Decisions being read now.", registry=self.registry
+        )
+        self.queued = Gauge(
+            "dgemma_decisions_queued", "Decisions waiting for a slot.", registry=self.registry
+        )
 
 
 class RequestContextMiddleware:

@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     """Base URL of the vLLM server the gateway reads through."""
     engine_timeout_s: float = Field(120.0, gt=0)
     """How long one engine call may take before the decision fails with 503. On the CPU stack a
-    200-question decision takes about a minute; on an L4, well under the SDK's 10 s timeout."""
+    200-question decision takes about a minute (measured); an L4 should be far faster (projection)."""
 
     # -- gateway: models --------------------------------------------------------------------------
     served_model: str = "dgemma"

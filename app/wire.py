@@ -6,6 +6,7 @@ Shapes follow `typesafe-sdk` 0.7.5 and the hosted API's observed behaviour (see 
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from typing import Annotated, Any, Literal
 
@@ -55,9 +56,7 @@ class BoxQuestion(_Strict):
     instructions: Content | None = None
 
 
-Question = Annotated[
-    NoulQuestion | ChoiceQuestion | ScoreQuestion | BoxQuestion, Field(discriminator="type")
-]
+Question = Annotated[NoulQuestion | ChoiceQuestion | ScoreQuestion | BoxQuestion, Field(discriminator="type")]
 
 
 class Asset(_Strict):
@@ -153,11 +152,22 @@ def _unzlib(body: bytes, coding: str, limit: int) -> bytes:
     raise AssertionError("unreachable")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number out of range: {text[:40]}")
+    return value
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def parse_json(raw: bytes) -> Any:
-    """JSON from bytes, or a FastAPI-style 422 pointing at the error."""
+    """Strict JSON from bytes (no NaN/Infinity/overflowing numbers), or a FastAPI-style 422."""
     try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        return json.loads(raw, parse_float=_finite, parse_constant=_no_constants)
+    except (UnicodeDecodeError, ValueError) as e:
         pos = getattr(e, "pos", getattr(e, "start", 0))
         raise ApiError(
             422,

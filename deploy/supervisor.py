@@ -7,6 +7,7 @@ gateway first (uvicorn finishes in-flight requests), then the engine, each withi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -74,10 +75,8 @@ class Child:
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def cpu_engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
@@ -140,8 +139,11 @@ class Supervisor:
         started = time.monotonic()
         try:
             self.engine.start()
-            if not self._wait_healthy(self.engine, f"http://127.0.0.1:{self.settings.engine_port}/health",
-                                      self.settings.engine_startup_timeout_s):
+            if not self._wait_healthy(
+                self.engine,
+                f"http://127.0.0.1:{self.settings.engine_port}/health",
+                self.settings.engine_startup_timeout_s,
+            ):
                 return 0 if self._stop.is_set() else 1
             engine_s = time.monotonic() - started
             self.gateway.start()
@@ -175,7 +177,9 @@ class Supervisor:
         while time.monotonic() < deadline and not self._stop.is_set():
             code = child.exited()
             if code is not None:
-                log.error("%s exited with code %s before it was ready\n%s", child.name, code, child.log_tail())
+                log.error(
+                    "%s exited with code %s before it was ready\n%s", child.name, code, child.log_tail()
+                )
                 return False
             try:
                 if httpx.get(url, timeout=2.0).status_code == 200:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def decision(questions: dict[str, Any], state: Any = "Disk usage at 97% on db-1", **extra: Any) -> dict[str, Any]:
+def decision(
+    questions: dict[str, Any], state: Any = "Disk usage at 97% on db-1", **extra: Any
+) -> dict[str, Any]:
     return {"model": "jev-latest", "state": state, "questions": questions, **extra}
 
 

@@ -10,7 +10,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.decisions.plan import ChunkResult, Hierarchy, Read, Spec, combine_hierarchical, first_stage_reads, render
+from app.decisions.plan import (
+    ChunkResult,
+    Hierarchy,
+    Read,
+    Spec,
+    combine_hierarchical,
+    first_stage_reads,
+    render,
+)
 from app.decisions.policy import Combined, Policy, combine, normalized_entropy
 from app.engine import EngineClient
 from app.errors import ApiError
@@ -88,9 +96,11 @@ class Decider:
             state_tokens.cancel()
 
         by_spec: dict[int, list[_Reading]] = defaultdict(list)
-        for (i, _k), reading in sorted(readings.items()):
+        for (i, _k), reading in sorted(readings.items(), key=lambda item: item[0]):
             by_spec[i].append(reading)
-        answers, diagnostics, engine_reads = {}, {}, {}
+        answers: dict[str, dict[str, Any]] = {}
+        diagnostics: dict[str, dict[str, Any]] = {}
+        engine_reads: dict[str, int] = {}
         for i, spec in enumerate(specs):
             if i not in by_spec:  # a one-level score: nothing to read
                 answers[spec.name] = _answer(spec, combine([[1.0]], [1.0]))

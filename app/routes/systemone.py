@@ -35,7 +35,9 @@ async def list_models(settings: SettingsDep) -> dict[str, Any]:
 
 
 @router.post("/systemone")
-async def system_one(request: Request, settings: SettingsDep, decider: DeciderDep, metrics: MetricsDep) -> Any:
+async def system_one(
+    request: Request, settings: SettingsDep, decider: DeciderDep, metrics: MetricsDep
+) -> Any:
     """Answer typed questions about a state, with probabilities (Jev's System One)."""
     start = time.perf_counter()
     data, asset_parts = await _read_body(request, settings)
@@ -44,9 +46,7 @@ async def system_one(request: Request, settings: SettingsDep, decider: DeciderDe
     except ValidationError as e:
         raise ApiError(422, validation_detail(e.errors(), prefix=("body",))) from e
     if body.model not in settings.model_names:
-        raise ApiError(
-            404, f"Model {body.model!r} not found. Available: {', '.join(settings.model_names)}."
-        )
+        raise ApiError(404, f"Model {body.model!r} not found. Available: {', '.join(settings.model_names)}.")
     check_limits(body, settings.max_questions)
     if body.assets or asset_parts:
         raise ApiError(

@@ -24,9 +24,9 @@ import os
 os.environ.setdefault("TRITON_INTERPRET", "1")
 os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
 
-import triton.backends as triton_backends  # noqa: E402
-from triton.backends.compiler import BaseBackend  # noqa: E402
-from triton.backends.driver import DriverBase  # noqa: E402
+import triton.backends as triton_backends
+from triton.backends.compiler import BaseBackend
+from triton.backends.driver import DriverBase
 
 
 class _InterpreterDriver(DriverBase):

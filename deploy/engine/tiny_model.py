@@ -110,7 +110,7 @@ def check_tokenizer(out: Path) -> None:
     for labels in LABELS:
         ids = [tok.encode(label, add_special_tokens=False) for label in labels]
         if any(len(i) != 1 for i in ids) or len({i[0] for i in ids}) != len(ids):
-            raise SystemExit(f"labels are not distinct single tokens: {dict(zip(labels, ids))}")
+            raise SystemExit(f"labels are not distinct single tokens: {dict(zip(labels, ids, strict=False))}")
     for special in ("<turn|>", "<|channel>", "<channel|>"):
         if len(tok.encode(special, add_special_tokens=False)) != 1:
             raise SystemExit(f"{special} is not a single token")

@@ -46,7 +46,10 @@ def test_same_request_same_answer_sequential_and_concurrent(client: httpx.Client
 
 @pytest.mark.parametrize("mode", ["single", "adaptive", "debias"])
 def test_probabilities_sum_to_one(client: httpx.Client, mode: str) -> None:
-    questions = {**ALERT_QUESTIONS, "many": {"type": "choice", "criteria": {f"o{i}": None for i in range(60)}}}
+    questions = {
+        **ALERT_QUESTIONS,
+        "many": {"type": "choice", "criteria": {f"o{i}": None for i in range(60)}},
+    }
     answers = _decide(client, decision(questions, read_policy={"mode": mode}))["answers"]
     for name in ("team", "severity", "many"):
         probs = answers[name]["probabilities"]

@@ -1,0 +1,90 @@
+"""Start the local stack (`dgemma dev`, i.e. the supervisor) on free ports, for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+DEV_MODEL = "dgemma-tiny-random"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LocalStack:
+    url: str
+    engine_url: str
+    served_model: str
+    proc: subprocess.Popen[str]
+    engine_log: Path
+
+    def engine_pid(self) -> int:
+        """The vLLM server's pid; it leads a process group of its own (engine-core, worker)."""
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout
+        for pid in out.split():
+            if b"cpu_launcher.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return int(pid)
+        raise RuntimeError("engine process not found")
+
+
+@contextmanager
+def local_stack(engine_log: Path, timeout_s: float = 400) -> Iterator[LocalStack]:
+    """Run `dgemma dev` until the block ends; raise RuntimeError (with the engine log) if it fails."""
+    port, engine_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "DGEMMA_ENGINE_PORT": str(engine_port),
+        "DGEMMA_LOG_LEVEL": "WARNING",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deploy.cli", "dev", "--engine-log", str(engine_log)],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    ready = threading.Event()
+
+    def watch() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("dgemma ready:"):
+                ready.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not ready.wait(0.5):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = engine_log.read_text()[-4000:] if engine_log.exists() else "(no engine log)"
+                raise RuntimeError(f"the local stack did not start; engine log tail:\n{tail}")
+        yield LocalStack(
+            url=f"http://127.0.0.1:{port}",
+            engine_url=f"http://127.0.0.1:{engine_port}",
+            served_model=DEV_MODEL,
+            proc=proc,
+            engine_log=engine_log,
+        )
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
