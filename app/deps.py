@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -17,30 +17,19 @@ from app.observability import Metrics
 from app.settings import Settings
 
 
-def get_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
+def _from_state(attr: str) -> Callable[[Request], Any]:
+    """A dependency returning `app.state.<attr>`, set once by `create_app`."""
+
+    def get(request: Request) -> Any:
+        return getattr(request.app.state, attr)
+
+    return get
 
 
-def get_engine(request: Request) -> EngineClient:
-    engine: EngineClient = request.app.state.engine
-    return engine
-
-
-def get_decider(request: Request) -> Decider:
-    decider: Decider = request.app.state.decider
-    return decider
-
-
-def get_metrics(request: Request) -> Metrics:
-    metrics: Metrics = request.app.state.metrics
-    return metrics
-
-
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-EngineDep = Annotated[EngineClient, Depends(get_engine)]
-DeciderDep = Annotated[Decider, Depends(get_decider)]
-MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+SettingsDep = Annotated[Settings, Depends(_from_state("settings"))]
+EngineDep = Annotated[EngineClient, Depends(_from_state("engine"))]
+DeciderDep = Annotated[Decider, Depends(_from_state("decider"))]
+MetricsDep = Annotated[Metrics, Depends(_from_state("metrics"))]
 
 
 def require_api_key(request: Request, settings: SettingsDep) -> None:

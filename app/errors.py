@@ -10,8 +10,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-RETRY_STATUSES = (429, 503)
-
 
 class ApiError(Exception):
     """An error for the client: `detail` is a message (or a FastAPI-style list for 422)."""
@@ -33,20 +31,13 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
-def error_response(
-    status: int,
-    detail: str | list[dict[str, Any]],
-    *,
-    extra: dict[str, Any] | None = None,
-    retry_after: int | None = None,
-    headers: dict[str, str] | None = None,
-) -> JSONResponse:
+def error_response(error: ApiError) -> JSONResponse:
     """The one shape of every error: `{"detail": ...}` (+ extras), Retry-After when retryable."""
-    hdrs = dict(headers or {})
-    if retry_after is not None:
-        hdrs["Retry-After"] = str(retry_after)
-        hdrs["retry-after-ms"] = str(retry_after * 1000)
-    return JSONResponse({"detail": detail, **(extra or {})}, status_code=status, headers=hdrs)
+    headers = dict(error.headers)
+    if error.retry_after is not None:
+        headers["Retry-After"] = str(error.retry_after)
+        headers["retry-after-ms"] = str(error.retry_after * 1000)
+    return JSONResponse({"detail": error.detail, **error.extra}, status_code=error.status, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -54,17 +45,15 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(
-            exc.status, exc.detail, extra=exc.extra, retry_after=exc.retry_after, headers=exc.headers
-        )
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, validation_detail(exc.errors()))
+        return error_response(ApiError(422, validation_detail(exc.errors())))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, str(exc.detail), headers=dict(exc.headers or {}))
+        return error_response(ApiError(exc.status_code, str(exc.detail), headers=dict(exc.headers or {})))
 
 
 def validation_detail(errors: Any, prefix: tuple[str | int, ...] = ()) -> list[dict[str, Any]]:

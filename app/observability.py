@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from pythonjsonlogger.json import JsonFormatter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import error_response
+from app.errors import ApiError, error_response
 
 REQUEST_ID_HEADER = "x-typesafe-request-id"
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
@@ -109,7 +109,9 @@ class RequestContextMiddleware:
         except Exception:
             log.exception("unhandled error on %s", scope.get("path"))
             if not started:
-                response = error_response(500, "Internal error in the gateway; quote the request id.")
+                response = error_response(
+                    ApiError(500, "Internal error in the gateway; quote the request id.")
+                )
                 await response(scope, receive, send_with_id)
         finally:
             route = scope.get("route")

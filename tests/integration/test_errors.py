@@ -6,9 +6,11 @@ import gzip
 import json
 import os
 import signal
+import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +209,31 @@ def test_engine_stopped_mid_test_is_503_then_recovers(stack: Stack, gateway_fact
 def test_junk_never_gets_a_5xx(stack: Stack, content: bytes) -> None:
     r = _post(stack.url, content=content)
     assert 400 <= r.status_code < 500, (content, r.status_code, r.text)
+
+
+class _BrokenEngine(BaseHTTPRequestHandler):
+    """A real HTTP server that answers like a broken engine: 200 with the wrong body, or a 500."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        status, body = (200, b'{"unexpected": true}') if self.path == "/v1/systemone" else (500, b"boom")
+        self.send_response(status)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_engine_errors_are_502_with_a_message(gateway_factory: GatewayFactory) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _BrokenEngine)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = gateway_factory(engine_url=f"http://127.0.0.1:{server.server_address[1]}")
+        r = _post(url, decision(NOUL))
+        # /tokenize answers 500 and /v1/systemone a body without answers: both are the engine's fault
+        assert r.status_code == 502
+        assert "engine" in _detail(r) and "Traceback" not in r.text
+    finally:
+        server.shutdown()
