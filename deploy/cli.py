@@ -12,6 +12,7 @@ from rich.console import Console
 
 console = Console(stderr=True)
 ENGINE_DIR = Path(__file__).resolve().parent / "engine"
+BIG_CONFIG = Path(__file__).resolve().parent / "models" / "diffusiongemma-26b-a4b.config.json"
 DEV_DEFAULTS = {
     "DGEMMA_SERVED_MODEL": "dgemma-tiny-random",
     "DGEMMA_MODEL_DESCRIPTION": (
@@ -37,11 +38,25 @@ def main(argv: list[str] | None = None) -> int:
     model = sub.add_parser("model", help="generate the tiny random-weight DiffusionGemma")
     model.add_argument("out_dir", type=Path, nargs="?")
 
+    fit = sub.add_parser("fit", help="GPU memory budget and vLLM flags for a checkpoint (computed)")
+    fit.add_argument(
+        "checkpoint", type=Path, nargs="?", default=BIG_CONFIG, help="config.json or its directory"
+    )
+    fit.add_argument("--gpu", default="l4")
+    fit.add_argument("--scheme", choices=["w4a16", "bf16"], default="w4a16")
+    fit.add_argument("--group-size", type=int, default=64)
+    fit.add_argument("--max-num-seqs", type=int, default=32)
+    fit.add_argument("--canvas", type=int, default=32)
+    fit.add_argument("--prompt-tokens", type=int, default=300)
+    fit.add_argument("--gpu-memory-utilization", type=float, default=0.92)
+
     args = parser.parse_args(argv)
     if args.command == "dev":
         return _dev(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "fit":
+        return _fit(args)
     return _model(args.out_dir)
 
 
@@ -94,6 +109,42 @@ def _serve(args: argparse.Namespace) -> int:
         # Cloud Run allows 10 s between SIGTERM and SIGKILL; keep some for the engine.
         timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_s) - 2),
     )
+    return 0
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from deploy.fit import FitError, Profile, budget, check_fits, load_arch, vllm_flags
+
+    profile = Profile(
+        max_num_seqs=args.max_num_seqs,
+        canvas=args.canvas,
+        prompt_tokens=args.prompt_tokens,
+        gpu=args.gpu,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        scheme=args.scheme,
+        group_size=args.group_size,
+    )
+    try:
+        b = budget(load_arch(args.checkpoint), profile)
+    except FitError as e:
+        console.print(f"[red]cannot fit:[/] {e}")
+        return 1
+    table = Table(title=f"{args.checkpoint.name} on {args.gpu} (computed, not measured on the GPU)")
+    table.add_column("item")
+    table.add_column("GiB", justify="right")
+    table.add_column("how")
+    for item, gib, how in b.rows:
+        table.add_row(item, f"{gib:.2f}", how)
+    table.add_row("[bold]total[/]", f"[bold]{b.total_gib:.2f}[/]", f"available: {b.available_gib:.2f} GiB")
+    Console().print(table)
+    try:
+        check_fits(b)
+    except FitError as e:
+        console.print(f"[red]does not fit:[/] {e}")
+        return 1
+    print("vLLM flags:", " ".join(vllm_flags(b)))
     return 0
 
 

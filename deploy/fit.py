@@ -1,0 +1,229 @@
+"""L4 memory fit: a DiffusionGemma config + quantization + serving profile -> budget and vLLM flags.
+
+Every figure here is computed from the checkpoint's config.json and published GPU specs; none is
+measured on an L4. The parameter inventory is exact for transformers' DiffusionGemma (checked
+against a meta-device instantiation in the tests); the runtime items use the formulas in
+`Budget.rows` and are labelled as estimates where they are.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+GiB = 2**30
+Scheme = Literal["bf16", "w4a16"]
+# What an L4 exposes to CUDA (nvidia-smi: 23,034 MiB) and a typical context + cuBLAS/Triton workspace.
+GPUS: dict[str, float] = {"l4": 23034 / 1024, "a100-40gb": 40960 / 1024 * 0.98, "h100-80gb": 81559 / 1024}
+CUDA_CONTEXT_GIB = 1.0
+THOUGHT_TOKENS = 4  # "<|channel>thought\n<channel|>" sits between the prompt and the canvas
+
+
+class FitError(ValueError):
+    """The profile does not fit the GPU; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Arch:
+    """The text model's shape, read from a DiffusionGemma config.json."""
+
+    vocab: int
+    hidden: int
+    intermediate: int
+    layer_types: tuple[str, ...]
+    heads: int
+    kv_heads: int
+    head_dim: int
+    global_kv_heads: int
+    global_head_dim: int
+    experts: int
+    top_k: int
+    moe_intermediate: int
+    canvas: int
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Arch:
+        t = config.get("text_config", config)
+        layers = int(t["num_hidden_layers"])
+        types = tuple(t.get("layer_types") or ["sliding_attention"] * (layers - 1) + ["full_attention"])
+        return cls(
+            vocab=int(t["vocab_size"]),
+            hidden=int(t["hidden_size"]),
+            intermediate=int(t["intermediate_size"]),
+            layer_types=types,
+            heads=int(t["num_attention_heads"]),
+            kv_heads=int(t["num_key_value_heads"]),
+            head_dim=int(t["head_dim"]),
+            global_kv_heads=int(t.get("num_global_key_value_heads") or t["num_key_value_heads"]),
+            global_head_dim=int(t.get("global_head_dim") or t["head_dim"]),
+            experts=int(t["num_experts"]),
+            top_k=int(t["top_k_experts"]),
+            moe_intermediate=int(t["moe_intermediate_size"]),
+            canvas=int(config.get("canvas_length", 256)),
+        )
+
+    def inventory(self) -> dict[str, int]:
+        """Parameters by kind (text model, one copy of the weights the encoder and decoder share)."""
+        h, inv = self.hidden, {"experts": 0, "dense_linear": 0, "embedding": self.vocab * self.hidden}
+        small = 0  # routers, norms and scales: kept in bf16
+        for kind in self.layer_types:
+            if kind == "full_attention":
+                # Full-attention layers have no v_proj (values are the keys).
+                hd, kv = self.global_head_dim, self.global_kv_heads
+                attn = h * self.heads * hd * 2 + h * kv * hd
+            else:
+                hd, kv = self.head_dim, self.kv_heads
+                attn = h * self.heads * hd * 2 + h * kv * hd * 2
+            inv["dense_linear"] += attn + 3 * h * self.intermediate
+            inv["experts"] += self.experts * 3 * self.moe_intermediate * h  # gate_up (2x) + down
+            router = self.experts * h + h + self.experts
+            small += router + 2 * hd + 7 * h  # q/k norms, seven layer norms
+        inv["dense_linear"] += 3 * h * self.intermediate  # the decoder's self-conditioning MLP
+        small += 2 * h  # final norm, self-conditioning pre-norm
+        inv["router_norm"] = small
+        return inv
+
+    def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
+        """K and V for every layer (vLLM caches both even where V equals K)."""
+        total = 0
+        for kind in self.layer_types:
+            kv, hd = (
+                (self.global_kv_heads, self.global_head_dim)
+                if kind == "full_attention"
+                else (self.kv_heads, self.head_dim)
+            )
+            total += 2 * kv * hd * dtype_bytes
+        return total
+
+
+def weight_bytes(arch: Arch, scheme: Scheme, group_size: int = 64) -> dict[str, float]:
+    """Bytes by kind. W4A16: experts and dense linears at 4 bits + one bf16 scale per group."""
+    inv = arch.inventory()
+    if scheme == "bf16":
+        return {k: v * 2.0 for k, v in inv.items()}
+    if arch.moe_intermediate % group_size or arch.hidden % group_size:
+        raise FitError(
+            f"group size {group_size} does not divide the expert width {arch.moe_intermediate} "
+            f"and hidden size {arch.hidden}; use 32 or 64"
+        )
+    per_weight = 0.5 + 2.0 / group_size
+    return {
+        "experts": inv["experts"] * per_weight,
+        "dense_linear": inv["dense_linear"] * per_weight,
+        "embedding": inv["embedding"] * 2.0,
+        "router_norm": inv["router_norm"] * 2.0,
+    }
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How vLLM serves decisions: the knobs that size GPU memory."""
+
+    max_num_seqs: int = 32
+    canvas: int = 32
+    prompt_tokens: int = 300
+    max_num_batched_tokens: int = 4096
+    gpu: str = "l4"
+    gpu_memory_utilization: float = 0.92
+    scheme: Scheme = "w4a16"
+    group_size: int = 64
+
+    @property
+    def max_model_len(self) -> int:
+        need = self.prompt_tokens + THOUGHT_TOKENS + self.canvas
+        return int(math.ceil(need / 256) * 256)
+
+
+@dataclass
+class Budget:
+    arch: Arch
+    profile: Profile
+    rows: list[tuple[str, float, str]] = field(default_factory=list)  # (item, GiB, how)
+
+    @property
+    def total_gib(self) -> float:
+        return sum(gib for _, gib, _ in self.rows)
+
+    @property
+    def available_gib(self) -> float:
+        return GPUS[self.profile.gpu] * self.profile.gpu_memory_utilization
+
+    @property
+    def kv_cache_gib(self) -> float:
+        return next(gib for item, gib, _ in self.rows if item == "KV cache")
+
+
+def budget(arch: Arch, profile: Profile) -> Budget:
+    """The memory budget of one GPU for this model and profile (computed, not measured)."""
+    p = profile
+    if p.gpu not in GPUS:
+        raise FitError(f"unknown GPU {p.gpu!r}; known: {', '.join(GPUS)}")
+    if p.canvas < 16:
+        raise FitError("vLLM's structured decisions need a canvas of at least 16 tokens")
+    w = weight_bytes(arch, p.scheme, p.group_size)
+    seq_tokens = p.prompt_tokens + THOUGHT_TOKENS + p.canvas
+    b = Budget(arch, p)
+    b.rows = [
+        (
+            "weights: experts",
+            w["experts"] / GiB,
+            f"{arch.inventory()['experts'] / 1e9:.2f}B params, {p.scheme}",
+        ),
+        ("weights: dense linears", w["dense_linear"] / GiB, f"attention, MLP, self-conditioning; {p.scheme}"),
+        ("weights: embedding (tied lm_head)", w["embedding"] / GiB, "bf16"),
+        ("weights: routers, norms", w["router_norm"] / GiB, "bf16"),
+        (
+            "KV cache",
+            p.max_num_seqs * seq_tokens * arch.kv_bytes_per_token() / GiB,
+            f"{p.max_num_seqs} seqs x {seq_tokens} tokens x {arch.kv_bytes_per_token() // 1024} KiB",
+        ),
+        (
+            "sampler fp32 buffer",
+            p.max_num_seqs * p.canvas * arch.vocab * 4 / GiB,
+            f"{p.max_num_seqs} x {p.canvas} canvas x {arch.vocab} vocab x 4 B",
+        ),
+        (
+            "canvas logits (transient, estimate)",
+            p.max_num_seqs * p.canvas * arch.vocab * 6 / GiB,
+            "bf16 logits + fp32 probabilities over the canvas",
+        ),
+        (
+            "activations (estimate)",
+            p.max_num_batched_tokens * (arch.top_k * 2 * arch.moe_intermediate + 4 * arch.hidden) * 2 / GiB,
+            f"{p.max_num_batched_tokens} batched tokens through top-{arch.top_k} experts",
+        ),
+        ("CUDA context + workspace (estimate)", CUDA_CONTEXT_GIB, "typical"),
+    ]
+    return b
+
+
+def check_fits(b: Budget) -> None:
+    if b.total_gib > b.available_gib:
+        biggest = sorted(b.rows, key=lambda r: -r[1])[:3]
+        raise FitError(
+            f"needs {b.total_gib:.1f} GiB but {b.profile.gpu} gives {b.available_gib:.1f} GiB at "
+            f"gpu_memory_utilization {b.profile.gpu_memory_utilization}; largest: "
+            + ", ".join(f"{item} {gib:.1f} GiB" for item, gib, _ in biggest)
+            + ". Lower max_num_seqs, canvas or prompt tokens, or use a larger GPU."
+        )
+
+
+def vllm_flags(b: Budget) -> list[str]:
+    """The flags that size vLLM to this budget (the supervisor adds model, names, host, port)."""
+    p = b.profile
+    return [
+        "--max-num-seqs", str(p.max_num_seqs),
+        "--max-model-len", str(p.max_model_len),
+        "--max-num-batched-tokens", str(max(p.max_num_batched_tokens, p.max_model_len)),
+        "--diffusion-config", json.dumps({"canvas_length": p.canvas}),
+        "--kv-cache-memory-bytes", str(int(b.kv_cache_gib * GiB)),
+        "--gpu-memory-utilization", str(p.gpu_memory_utilization),
+    ]  # fmt: skip
+
+
+def load_arch(path: Path) -> Arch:
+    config_path = path / "config.json" if path.is_dir() else path
+    return Arch.from_config(json.loads(config_path.read_text()))
