@@ -58,7 +58,21 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("--prompt-tokens", type=int, default=300)
     fit.add_argument("--gpu-memory-utilization", type=float, default=0.92)
 
+    weights = sub.add_parser("weights", help="checkpoint to/from GCS with a sha256 manifest")
+    wsub = weights.add_subparsers(dest="action", required=True)
+    up = wsub.add_parser("upload", help="upload a checkpoint directory, manifest last")
+    up.add_argument("src", type=Path)
+    up.add_argument("url", help="gs://bucket/prefix")
+    down = wsub.add_parser("download", help="download and verify (skips files that already verify)")
+    down.add_argument("url", help="gs://bucket/prefix")
+    down.add_argument("dst", type=Path)
+    down.add_argument("--workers", type=int, default=8)
+    check = wsub.add_parser("verify", help="check a local checkpoint against its manifest.json")
+    check.add_argument("dir", type=Path)
+
     args = parser.parse_args(argv)
+    if args.command == "weights":
+        return _weights(args)
     if args.command == "dev":
         return _dev(args)
     if args.command == "serve":
@@ -159,6 +173,41 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_s) - 2),
     )
     return 0
+
+
+def _weights(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    from deploy import weights
+
+    try:
+        if args.action == "verify":
+            problems = weights.verify(args.dir)
+            for p in problems:
+                console.print(f"[red]{p}[/]")
+            console.print("verified" if not problems else f"{len(problems)} problem(s)")
+            return 1 if problems else 0
+        client = weights.client_from_env()
+        if args.action == "upload":
+            manifest = weights.upload(args.src, args.url, client)
+            console.print(
+                f"uploaded {len(manifest.files)} files, {manifest.total_bytes} bytes, manifest last"
+            )
+            return 0
+        total = weights.fetch_manifest(args.url, client).total_bytes
+        columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn())
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task("download", total=total)
+            report = weights.download(
+                args.url, args.dst, client, workers=args.workers, progress=lambda n: bar.advance(task, n)
+            )
+        console.print(
+            f"downloaded {len(report.downloaded)} files, skipped {len(report.skipped)} that verified"
+        )
+        return 0
+    except weights.WeightsError as e:
+        console.print(f"[red]weights:[/] {e}")
+        return 2
 
 
 def _fit(args: argparse.Namespace) -> int:

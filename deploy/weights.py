@@ -1,0 +1,246 @@
+"""Weights to and from GCS with a manifest (file list, sizes, sha256) beside the checkpoint.
+
+upload: every file in parallel, then `manifest.json` last, so a half-finished upload has no manifest
+and no download will start from it. download: google-cloud-storage's transfer manager (files in
+parallel, large files in concurrent slices); files that already verify are skipped, so an
+interrupted download resumes; every file is checked against the manifest before it is moved into
+place, and a mismatch or a missing object stops with a message naming the object.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from google.api_core import exceptions as gexc
+from google.cloud import storage
+from google.cloud.storage import transfer_manager
+
+MANIFEST = "manifest.json"
+SLICE_BYTES = 32 * 2**20  # files above this are downloaded in concurrent slices
+Progress = Callable[[int], None]  # called with bytes done
+
+
+class WeightsError(RuntimeError):
+    """The checkpoint is not usable; the message names the object or file."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    files: tuple[Entry, ...]
+    created: str
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(e.size for e in self.files)
+
+    def to_json(self) -> str:
+        return (
+            json.dumps({"created": self.created, "files": [asdict(e) for e in self.files]}, indent=2) + "\n"
+        )
+
+    @classmethod
+    def from_json(cls, text: str, where: str) -> Manifest:
+        try:
+            data = json.loads(text)
+            return cls(tuple(Entry(**e) for e in data["files"]), str(data.get("created", "")))
+        except (ValueError, KeyError, TypeError) as e:
+            raise WeightsError(f"{where} is not a valid manifest: {e}") from e
+
+
+def parse_gs(url: str) -> tuple[str, str]:
+    """`gs://bucket/some/prefix` -> ("bucket", "some/prefix")."""
+    if not url.startswith("gs://") or len(url) <= 5:
+        raise WeightsError(f"expected a gs://bucket/prefix URL, got {url!r}")
+    bucket, _, prefix = url[5:].partition("/")
+    return bucket, prefix.strip("/")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(8 * 2**20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def build_manifest(src: Path) -> Manifest:
+    files = sorted(p for p in src.rglob("*") if p.is_file() and p.name != MANIFEST)
+    if not files:
+        raise WeightsError(f"{src} has no files to upload")
+    entries = tuple(Entry(p.relative_to(src).as_posix(), p.stat().st_size, sha256_file(p)) for p in files)
+    return Manifest(entries, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+
+
+def _blob_name(prefix: str, name: str) -> str:
+    return f"{prefix}/{name}" if prefix else name
+
+
+def upload(src: Path, url: str, client: storage.Client, *, workers: int = 8) -> Manifest:
+    """Upload a checkpoint directory and write its manifest last."""
+    bucket_name, prefix = parse_gs(url)
+    bucket = client.bucket(bucket_name)
+    manifest = build_manifest(src)
+    results = transfer_manager.upload_many_from_filenames(
+        bucket,
+        [e.name for e in manifest.files],
+        source_directory=str(src),
+        blob_name_prefix=f"{prefix}/" if prefix else "",
+        max_workers=workers,
+        worker_type=transfer_manager.THREAD,
+    )
+    for entry, result in zip(manifest.files, results, strict=True):
+        if isinstance(result, Exception):
+            raise WeightsError(f"upload of {entry.name} to {url} failed: {result}") from result
+    bucket.blob(_blob_name(prefix, MANIFEST)).upload_from_string(
+        manifest.to_json(), content_type="application/json"
+    )
+    return manifest
+
+
+def fetch_manifest(url: str, client: storage.Client) -> Manifest:
+    bucket_name, prefix = parse_gs(url)
+    where = f"gs://{bucket_name}/{_blob_name(prefix, MANIFEST)}"
+    try:
+        text = client.bucket(bucket_name).blob(_blob_name(prefix, MANIFEST)).download_as_text()
+    except gexc.NotFound as e:
+        raise WeightsError(
+            f"no manifest at {where}: upload the checkpoint with `dgemma weights upload`"
+        ) from e
+    return Manifest.from_json(text, where)
+
+
+def _verified(path: Path, entry: Entry) -> bool:
+    return path.is_file() and path.stat().st_size == entry.size and sha256_file(path) == entry.sha256
+
+
+@dataclass(frozen=True)
+class DownloadReport:
+    downloaded: tuple[str, ...]
+    skipped: tuple[str, ...]
+    bytes_downloaded: int
+
+
+def download(
+    url: str,
+    dst: Path,
+    client: storage.Client,
+    *,
+    workers: int = 8,
+    slice_bytes: int = SLICE_BYTES,
+    progress: Progress | None = None,
+) -> DownloadReport:
+    """Download a checkpoint into `dst`, skipping files that already match the manifest."""
+    bucket_name, prefix = parse_gs(url)
+    bucket = client.bucket(bucket_name)
+    manifest = fetch_manifest(url, client)
+    dst.mkdir(parents=True, exist_ok=True)
+    todo, skipped = [], []
+    for entry in manifest.files:
+        if _verified(dst / entry.name, entry):
+            skipped.append(entry.name)
+            if progress:
+                progress(entry.size)
+        else:
+            todo.append(entry)
+
+    small = [e for e in todo if e.size <= slice_bytes]
+    large = [e for e in todo if e.size > slice_bytes]
+    for e in todo:
+        (dst / e.name).parent.mkdir(parents=True, exist_ok=True)
+    # Into `<name>.partial` first: a file only takes its real name once it verifies.
+    blobs = [(bucket.blob(_blob_name(prefix, e.name)), e) for e in small]
+    results = transfer_manager.download_many(
+        [(blob, str(_partial(dst, e))) for blob, e in blobs],
+        max_workers=workers,
+        worker_type=transfer_manager.THREAD,
+    )
+    for (blob, entry), result in zip(blobs, results, strict=True):
+        if isinstance(result, Exception):
+            _fail(bucket_name, blob.name, result)
+        _accept(dst, entry, bucket_name, blob.name)
+        if progress:
+            progress(entry.size)
+    for entry in large:
+        name = _blob_name(prefix, entry.name)
+        blob = bucket.get_blob(name)
+        if blob is None:
+            raise WeightsError(f"gs://{bucket_name}/{name} is in the manifest but missing from the bucket")
+        try:
+            transfer_manager.download_chunks_concurrently(
+                blob,
+                str(_partial(dst, entry)),
+                chunk_size=slice_bytes,
+                max_workers=workers,
+                worker_type=transfer_manager.THREAD,
+                crc32c_checksum=False,  # the manifest's sha256 is the check that counts
+            )
+        except Exception as e:
+            _fail(bucket_name, name, e)
+        _accept(dst, entry, bucket_name, name)
+        if progress:
+            progress(entry.size)
+    (dst / MANIFEST).write_text(manifest.to_json())
+    return DownloadReport(tuple(e.name for e in todo), tuple(skipped), sum(e.size for e in todo))
+
+
+def _partial(dst: Path, entry: Entry) -> Path:
+    return dst / f"{entry.name}.partial"
+
+
+def _fail(bucket: str, name: str, error: Exception) -> None:
+    if isinstance(error, gexc.NotFound):
+        raise WeightsError(f"gs://{bucket}/{name} is in the manifest but missing from the bucket") from error
+    raise WeightsError(f"download of gs://{bucket}/{name} failed: {error}") from error
+
+
+def _accept(dst: Path, entry: Entry, bucket: str, name: str) -> None:
+    partial = _partial(dst, entry)
+    got, size = sha256_file(partial), partial.stat().st_size
+    if got != entry.sha256 or size != entry.size:
+        partial.unlink()
+        raise WeightsError(
+            f"gs://{bucket}/{name} does not match the manifest: sha256 {got[:16]}... ({size} bytes), "
+            f"expected {entry.sha256[:16]}... ({entry.size} bytes). Re-upload the checkpoint."
+        )
+    os.replace(partial, dst / entry.name)
+
+
+def verify(directory: Path) -> list[str]:
+    """Problems of a local checkpoint against its manifest.json (empty when it verifies)."""
+    path = directory / MANIFEST
+    if not path.is_file():
+        return [f"{path} is missing"]
+    manifest = Manifest.from_json(path.read_text(), str(path))
+    problems = []
+    for entry in manifest.files:
+        f = directory / entry.name
+        if not f.is_file():
+            problems.append(f"{entry.name}: missing")
+        elif f.stat().st_size != entry.size:
+            problems.append(f"{entry.name}: {f.stat().st_size} bytes, manifest says {entry.size}")
+        elif sha256_file(f) != entry.sha256:
+            problems.append(f"{entry.name}: sha256 differs from the manifest")
+    return problems
+
+
+def client_from_env(project: str | None = None) -> storage.Client:
+    """A storage client: the emulator when STORAGE_EMULATOR_HOST is set, else ADC (the service account)."""
+    if os.environ.get("STORAGE_EMULATOR_HOST"):
+        from google.auth.credentials import AnonymousCredentials
+
+        anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]
+        return storage.Client(project=project or "local", credentials=anonymous)
+    return storage.Client(project=project)
