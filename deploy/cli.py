@@ -6,6 +6,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,7 +127,34 @@ def _run(args: argparse.Namespace) -> int:
     if settings is None:
         return 2
     configure_logging(settings.log_level)
+    problem = _prepare_weights(settings)
+    if problem:
+        console.print(f"[red]refusing to start the engine:[/] {problem}")
+        return 2
     return _supervise(settings, None)
+
+
+def _prepare_weights(settings: Settings) -> str | None:
+    """Download (DGEMMA_WEIGHTS_URL) or check baked weights against the manifest; a problem, or None."""
+    from deploy import weights
+
+    started = time.monotonic()
+    if settings.weights_url:
+        try:
+            client = weights.client_from_env()
+            report = weights.download(settings.weights_url, settings.model_dir, client)
+        except weights.WeightsError as e:
+            return str(e)
+        console.print(
+            f"weights: {len(report.downloaded)} files ({report.bytes_downloaded / 2**30:.2f} GiB) fetched, "
+            f"{len(report.skipped)} already verified, in {time.monotonic() - started:.1f} s"
+        )
+        return None
+    problems = weights.verify(settings.model_dir)
+    if problems:
+        return f"baked weights in {settings.model_dir} fail their manifest: " + "; ".join(problems)
+    console.print(f"weights: baked checkpoint verified in {time.monotonic() - started:.1f} s")
+    return None
 
 
 def _supervise(settings: Settings, engine_log: Path | None) -> int:
