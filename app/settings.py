@@ -114,9 +114,10 @@ class Settings(BaseSettings):
     """Checkpoint directory the engine serves; `dgemma dev` generates the tiny model here."""
     engine_max_model_len: int = Field(4096, ge=256)
     """vLLM `--max-model-len`: prompt + thought block + 16-token canvas must fit."""
-    engine_dtype: Literal["float32", "bfloat16"] = "float32"
+    engine_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     """vLLM `--dtype` on CPU. float32: vLLM's bf16 AMX attention kernel crashes on the tiny model
-    on AMX CPUs (divide error), while the AVX-512 kernel used for float32 works everywhere."""
+    on AMX CPUs (divide error), while the AVX-512 kernel used for float32 works everywhere.
+    float16 serves W4A16 checkpoints (the CPU W4A16 kernel has no float32 path)."""
     engine_startup_timeout_s: float = Field(300.0, gt=0)
     """How long the supervisor waits for the engine's /health before giving up."""
     shutdown_grace_s: float = Field(10.0, gt=0)

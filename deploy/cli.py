@@ -71,7 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     check = wsub.add_parser("verify", help="check a local checkpoint against its manifest.json")
     check.add_argument("dir", type=Path)
 
+    quant = sub.add_parser("quantize", help="W4A16 (compressed-tensors) with every expert quantized")
+    quant.add_argument("src", type=Path)
+    quant.add_argument("dst", type=Path)
+    quant.add_argument("--group-size", type=int, choices=[32, 64], default=64)
+
     args = parser.parse_args(argv)
+    if args.command == "quantize":
+        return _quantize(args)
     if args.command == "weights":
         return _weights(args)
     if args.command == "dev":
@@ -201,6 +208,15 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_s) - 2),
     )
     return 0
+
+
+def _quantize(args: argparse.Namespace) -> int:
+    """Runs with the engine's python (torch, compressed-tensors); the report lands beside the weights."""
+    settings = _settings()
+    if settings is None:
+        return 2
+    argv = [str(settings.engine_python), str(ENGINE_DIR / "quantize.py"), str(args.src), str(args.dst)]
+    return subprocess.run([*argv, "--group-size", str(args.group_size)]).returncode
 
 
 def _weights(args: argparse.Namespace) -> int:
