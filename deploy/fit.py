@@ -81,7 +81,8 @@ class Arch:
             inv["experts"] += self.experts * 3 * self.moe_intermediate * h  # gate_up (2x) + down
             router = self.experts * h + h + self.experts
             small += router + 2 * hd + 7 * h  # q/k norms, seven layer norms
-        inv["dense_linear"] += 3 * h * self.intermediate  # the decoder's self-conditioning MLP
+        # The decoder's self-conditioning MLP: vLLM 0.32 builds it from plain nn.Linear, so it stays bf16.
+        inv["self_conditioning"] = 3 * h * self.intermediate
         small += 2 * h  # final norm, self-conditioning pre-norm
         inv["router_norm"] = small
         return inv
@@ -114,6 +115,7 @@ def weight_bytes(arch: Arch, scheme: Scheme, group_size: int = 64) -> dict[str, 
         "experts": inv["experts"] * per_weight,
         "dense_linear": inv["dense_linear"] * per_weight,
         "embedding": inv["embedding"] * 2.0,
+        "self_conditioning": inv["self_conditioning"] * 2.0,
         "router_norm": inv["router_norm"] * 2.0,
     }
 
@@ -172,9 +174,13 @@ def budget(arch: Arch, profile: Profile) -> Budget:
             w["experts"] / GiB,
             f"{arch.inventory()['experts'] / 1e9:.2f}B params, {p.scheme}",
         ),
-        ("weights: dense linears", w["dense_linear"] / GiB, f"attention, MLP, self-conditioning; {p.scheme}"),
+        ("weights: dense linears", w["dense_linear"] / GiB, f"attention and MLP; {p.scheme}"),
         ("weights: embedding (tied lm_head)", w["embedding"] / GiB, "bf16"),
-        ("weights: routers, norms", w["router_norm"] / GiB, "bf16"),
+        (
+            "weights: self-conditioning, routers, norms",
+            (w["self_conditioning"] + w["router_norm"]) / GiB,
+            "bf16",
+        ),
         (
             "KV cache",
             p.max_num_seqs * seq_tokens * arch.kv_bytes_per_token() / GiB,

@@ -28,10 +28,11 @@ c = DiffusionGemmaConfig(
 )
 with torch.device("meta"):
     m = DiffusionGemmaForBlockDiffusion(c)
-out = {"experts": 0, "dense_linear": 0, "embedding": 0, "router_norm": 0}
+out = {"experts": 0, "dense_linear": 0, "embedding": 0, "self_conditioning": 0, "router_norm": 0}
 for n, p in m.named_parameters():
     if "vision" in n: continue
     k = "experts" if ".experts." in n else "embedding" if "embed" in n else (
+        "self_conditioning" if "self_conditioning" in n and p.dim() == 2 else
         "dense_linear" if p.dim() == 2 and "router" not in n else "router_norm")
     out[k] += p.numel()
 print(json.dumps(out))
