@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from deploy.localstack import free_port, local_stack
+from deploy.weights import MANIFEST, build_manifest
 from tests.helpers import ALERT_QUESTIONS, decision
 
 pytestmark = pytest.mark.engine
@@ -121,6 +122,7 @@ def test_gpu_mode_is_refused_when_the_profile_cannot_fit(tmp_path: Path) -> None
     model.mkdir()
     config = json.loads((ROOT / "deploy/models/diffusiongemma-26b-a4b.config.json").read_text())
     (model / "config.json").write_text(json.dumps(config))  # bf16 (no quantization_config): 47 GiB
+    (model / MANIFEST).write_text(build_manifest(model).to_json())  # baked weights that verify
     done = subprocess.run(
         [sys.executable, "-m", "deploy.cli", "run", "--port", str(free_port())],
         cwd=ROOT,
@@ -130,4 +132,4 @@ def test_gpu_mode_is_refused_when_the_profile_cannot_fit(tmp_path: Path) -> None
         timeout=60,
     )
     assert done.returncode == 2
-    assert "does not fit" in done.stderr or "needs" in done.stderr
+    assert "refusing to start" in done.stderr and "weights: experts" in " ".join(done.stderr.split())
