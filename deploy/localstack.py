@@ -40,9 +40,8 @@ class LocalStack:
         raise RuntimeError("engine process not found")
 
 
-@contextmanager
-def local_stack(engine_log: Path, timeout_s: float = 400) -> Iterator[LocalStack]:
-    """Run `dgemma dev` until the block ends; raise RuntimeError (with the engine log) if it fails."""
+def spawn_dev(engine_log: Path) -> tuple[subprocess.Popen[str], int, int]:
+    """Start `dgemma dev` on free ports in a session of its own; (process, gateway port, engine port)."""
     port, engine_port = free_port(), free_port()
     env = {
         **os.environ,
@@ -58,6 +57,13 @@ def local_stack(engine_log: Path, timeout_s: float = 400) -> Iterator[LocalStack
         text=True,
         start_new_session=True,
     )
+    return proc, port, engine_port
+
+
+@contextmanager
+def local_stack(engine_log: Path, timeout_s: float = 400) -> Iterator[LocalStack]:
+    """Run `dgemma dev` until the block ends; raise RuntimeError (with the engine log) if it fails."""
+    proc, port, engine_port = spawn_dev(engine_log)
     ready = threading.Event()
 
     def watch() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from deploy.localstack import free_port, local_stack
+from deploy.localstack import free_port, local_stack, spawn_dev
 from deploy.weights import MANIFEST, build_manifest
 from tests.helpers import ALERT_QUESTIONS, decision
 
@@ -47,20 +47,7 @@ def test_flashinfer_is_refused_before_anything_starts(env: dict[str, str]) -> No
 
 
 def test_gateway_only_after_engine_health_and_sigterm_drains_under_load(tmp_path: Path) -> None:
-    port, engine_port = free_port(), free_port()
-    env = {
-        **os.environ,
-        "PORT": str(port),
-        "DGEMMA_ENGINE_PORT": str(engine_port),
-        "DGEMMA_LOG_LEVEL": "WARNING",
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "deploy.cli", "dev", "--engine-log", str(tmp_path / "engine.log")],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc, port, engine_port = spawn_dev(tmp_path / "engine.log")
     try:
         engine_healthy_at = gateway_listening_at = None
         deadline = time.monotonic() + 400
