@@ -76,7 +76,19 @@ def main(argv: list[str] | None = None) -> int:
     quant.add_argument("dst", type=Path)
     quant.add_argument("--group-size", type=int, choices=[32, 64], default=64)
 
+    load = sub.add_parser("loadtest", help="the rollout gate: Locust latency + batch@32 phases vs a profile")
+    load.add_argument("--host", required=True, help="gateway base URL")
+    load.add_argument("--profile", default="cpu-smoke", help="a profile of loadtest/profiles.toml")
+    load.add_argument("--out", type=Path, default=Path("reports/loadtest"))
+    load.add_argument("--engine-url", help="raw vLLM URL: adds the gateway-overhead phase")
+    load.add_argument("--engine-model", default="dgemma-tiny-random", help="vLLM's served name")
+    load.add_argument("--target", action="append", default=[], metavar="NAME=VALUE", help="override a limit")
+    load.add_argument("--latency-seconds", type=int)
+    load.add_argument("--throughput-seconds", type=int)
+
     args = parser.parse_args(argv)
+    if args.command == "loadtest":
+        return _loadtest(args)
     if args.command == "quantize":
         return _quantize(args)
     if args.command == "weights":
@@ -208,6 +220,24 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_s) - 2),
     )
     return 0
+
+
+def _loadtest(args: argparse.Namespace) -> int:
+    from loadtest.gate import Profile, run
+
+    profile = Profile.load(args.profile)
+    for override in args.target:
+        name, _, value = override.partition("=")
+        if name not in profile.targets:
+            console.print(f"[red]unknown target {name!r}[/]; known: {', '.join(profile.targets)}")
+            return 2
+        bound = "max" if "max" in profile.targets[name] else "min"
+        profile.targets[name] = {bound: float(value), "source": "command line override"}
+    if args.latency_seconds:
+        profile.latency_seconds = args.latency_seconds
+    if args.throughput_seconds:
+        profile.throughput_seconds = args.throughput_seconds
+    return run(args.host, profile, args.out, engine_url=args.engine_url, engine_model=args.engine_model)
 
 
 def _quantize(args: argparse.Namespace) -> int:

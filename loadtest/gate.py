@@ -1,0 +1,263 @@
+"""`dgemma loadtest`: the rollout gate. Warm-up (cold start measured apart), then Locust headless in two
+phases (single-step latency at 1 user, batch@32 throughput), then the gateway's overhead against the
+raw engine; reports (Locust CSV + HTML, a PNG chart, a markdown summary) and an exit code.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+
+from loadtest.corpus import ALERTS, decision_body
+from loadtest.validate import problem
+
+PROFILES = Path(__file__).parent / "profiles.toml"
+LOCUSTFILE = Path(__file__).parent / "locustfile.py"
+console = Console(stderr=True)
+
+
+@dataclass
+class Profile:
+    name: str
+    description: str
+    hourly_price_usd: float
+    latency_seconds: int
+    throughput_seconds: int
+    users: int
+    read_policy: str
+    overhead_rounds: int
+    targets: dict[str, dict[str, Any]]
+
+    @classmethod
+    def load(cls, name: str, path: Path = PROFILES) -> Profile:
+        profiles = tomllib.loads(path.read_text())
+        if name not in profiles:
+            raise SystemExit(f"unknown profile {name!r}; {path} has: {', '.join(profiles)}")
+        return cls(name=name, **profiles[name])
+
+
+@dataclass
+class Phase:
+    name: str
+    users: int
+    seconds: int
+    stats: dict[str, float] = field(default_factory=dict)
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def warm_up(host: str, timeout_s: float) -> float:
+    """Seconds until /readyz is 200 and one decision validates (the cold start, outside the SLO)."""
+    start = time.monotonic()
+    body = decision_body(ALERTS[0], "throughput")
+    last = "no answer"
+    with httpx.Client(base_url=host, timeout=60, headers={"authorization": "Bearer loadtest"}) as http:
+        while time.monotonic() - start < timeout_s:
+            try:
+                if http.get("/readyz").status_code == 200:
+                    r = http.post("/v1/systemone", json=body)
+                    why = (
+                        problem(r.json(), body["questions"])
+                        if r.status_code == 200
+                        else f"HTTP {r.status_code}"
+                    )
+                    if why is None:
+                        return time.monotonic() - start
+                    last = why
+            except (httpx.HTTPError, ValueError) as e:
+                last = type(e).__name__
+            time.sleep(1.0)
+    raise SystemExit(f"warm-up: no valid decision from {host} within {timeout_s:.0f} s (last: {last})")
+
+
+def run_locust(host: str, phase: Phase, profile: Profile, out: Path) -> None:
+    env = {
+        **os.environ,
+        "DGEMMA_LOADTEST_PHASE": phase.name,
+        "DGEMMA_LOADTEST_READ_POLICY": profile.read_policy,
+    }
+    cmd = [
+        sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--host", host,
+        "-u", str(phase.users), "-r", str(phase.users), "-t", f"{phase.seconds}s",
+        "--csv", str(out / phase.name), "--csv-full-history", "--html", str(out / f"{phase.name}.html"),
+        "--only-summary", "--stop-timeout", "10", "--exit-code-on-error", "0", "--loglevel", "WARNING",
+    ]  # fmt: skip
+    with console.status(f"{phase.name}: {phase.users} user(s) for {phase.seconds} s"):
+        done = subprocess.run(cmd, env=env, cwd=Path(__file__).parent.parent, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"locust failed in the {phase.name} phase:\n{done.stderr[-3000:]}")
+    phase.stats = _aggregated(out / f"{phase.name}_stats.csv")
+    with (out / f"{phase.name}_stats_history.csv").open() as f:
+        phase.history = [
+            {
+                "t": float(r["Timestamp"]),
+                "rps": _num(r["Requests/s"]),
+                "p50": _num(r["50%"]),
+                "p95": _num(r["95%"]),
+            }
+            for r in csv.DictReader(f)
+            if r["Name"] == "Aggregated"
+        ]
+
+
+def _num(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:  # Locust writes "N/A" before the first response
+        return float("nan")
+
+
+def _aggregated(path: Path) -> dict[str, float]:
+    with path.open() as f:
+        row = next(r for r in csv.DictReader(f) if r["Name"] == "Aggregated")
+    n = int(row["Request Count"])
+    return {
+        "requests": n,
+        "failures": int(row["Failure Count"]),
+        "p50_ms": _num(row["50%"]),
+        "p95_ms": _num(row["95%"]),
+        "rps": _num(row["Requests/s"]),
+    }
+
+
+def measurements(latency: Phase, throughput: Phase, questions: int) -> dict[str, float]:
+    total = latency.stats["requests"] + throughput.stats["requests"]
+    failures = latency.stats["failures"] + throughput.stats["failures"]
+    # Successful throughput: failed requests answered nothing.
+    good = throughput.stats["rps"] * (1 - throughput.stats["failures"] / max(1, throughput.stats["requests"]))
+    return {
+        "latency_p50_ms": latency.stats["p50_ms"],
+        "latency_p95_ms": latency.stats["p95_ms"],
+        "throughput_rps": good,
+        "throughput_decisions_per_s": good * questions,
+        "throughput_p95_ms": throughput.stats["p95_ms"],
+        "failure_ratio": failures / max(1, total),
+    }
+
+
+def check(targets: dict[str, dict[str, Any]], measured: dict[str, float]) -> list[str]:
+    """Messages naming every missed target (empty when the gate passes)."""
+    missed = []
+    for name, target in targets.items():
+        value = measured[name]
+        if "max" in target and not value <= target["max"]:
+            missed.append(f"{name} = {value:.3g}, above the target of {target['max']}")
+        if "min" in target and not value >= target["min"]:
+            missed.append(f"{name} = {value:.3g}, below the target of {target['min']}")
+    return missed
+
+
+def chart(latency: Phase, throughput: Phase, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_lat, ax_tput) = plt.subplots(2, 1, figsize=(9, 6), sharex=False)
+    for phase, style in ((latency, "-"), (throughput, "--")):
+        if not phase.history:
+            continue
+        t0 = phase.history[0]["t"]
+        ts = [h["t"] - t0 for h in phase.history]
+        for pct in ("p50", "p95"):
+            ax_lat.plot(ts, [h[pct] for h in phase.history], style, label=f"{phase.name} {pct}")
+        ax_tput.plot(
+            ts, [h["rps"] for h in phase.history], style, label=f"{phase.name} ({phase.users} users)"
+        )
+    ax_lat.set_ylabel("latency (ms)")
+    ax_lat.set_yscale("log")
+    ax_lat.legend(fontsize=8)
+    ax_lat.grid(alpha=0.3)
+    ax_tput.set_ylabel("requests/s")
+    ax_tput.set_xlabel("seconds into the phase")
+    ax_tput.legend(fontsize=8)
+    ax_tput.grid(alpha=0.3)
+    fig.suptitle("Load-test gate: latency percentiles and throughput over time")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def summary(
+    profile: Profile,
+    host: str,
+    measured: dict[str, float],
+    missed: list[str],
+    cold_start_s: float,
+    overhead: dict[str, float] | None,
+) -> str:
+    per_1000 = profile.hourly_price_usd / max(1e-9, measured["throughput_decisions_per_s"] * 3600) * 1000
+    lines = [
+        f"# Load-test gate: {profile.name} — {'PASS' if not missed else 'FAIL'}",
+        "",
+        f"{profile.description}. Host {host}, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC.",
+        "",
+        "| target | measured | limit | source |",
+        "| --- | ---: | ---: | --- |",
+    ]
+    for name, target in profile.targets.items():
+        limit = f"<= {target['max']}" if "max" in target else f">= {target['min']}"
+        lines.append(f"| {name} | {measured[name]:.4g} | {limit} | {target['source']} |")
+    lines += [
+        "",
+        f"- cold start (until /readyz and one valid decision; outside the SLO): {cold_start_s:.1f} s",
+        f"- cost per 1,000 decisions at ${profile.hourly_price_usd:.2f}/h and the measured "
+        f"{measured['throughput_decisions_per_s']:.3g} decisions/s: ${per_1000:.4f}",
+    ]
+    if overhead:
+        lines.append(
+            f"- gateway overhead vs the raw engine (same requests, interleaved): "
+            f"p50 x{overhead['p50_ratio']:.3f}, "
+            f"p95 x{overhead['p95_ratio']:.3f} ({overhead['p50_added_ms']:+.1f} ms at the median)"
+        )
+    if missed:
+        lines += ["", "Missed:", *[f"- {m}" for m in missed]]
+    return "\n".join(lines) + "\n"
+
+
+def run(
+    host: str,
+    profile: Profile,
+    out: Path,
+    *,
+    engine_url: str | None = None,
+    engine_model: str = "dgemma-tiny-random",
+    warmup_timeout_s: float = 900,
+) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    cold_start = warm_up(host, warmup_timeout_s)
+    console.print(f"warm: {cold_start:.1f} s to the first valid decision")
+    latency = Phase("latency", 1, profile.latency_seconds)
+    throughput = Phase("throughput", profile.users, profile.throughput_seconds)
+    for phase in (latency, throughput):
+        run_locust(host, phase, profile, out)
+    measured = measurements(latency, throughput, questions=3)
+    overhead = None
+    if engine_url:
+        from loadtest.overhead import percentile
+        from loadtest.overhead import run as overhead_run
+
+        times = overhead_run(host, engine_url, engine_model, profile.overhead_rounds)
+        e, g = times["engine"], times["gateway"]
+        overhead = {
+            "p50_ratio": percentile(g, 50) / percentile(e, 50),
+            "p95_ratio": percentile(g, 95) / percentile(e, 95),
+            "p50_added_ms": (percentile(g, 50) - percentile(e, 50)) * 1000,
+        }
+    missed = check(profile.targets, measured)
+    chart(latency, throughput, out / "chart.png")
+    text = summary(profile, host, measured, missed, cold_start, overhead)
+    (out / "summary.md").write_text(text)
+    print(text)
+    for m in missed:
+        console.print(f"[red]missed:[/] {m}")
+    return 1 if missed else 0
