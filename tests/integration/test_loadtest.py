@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,6 +19,23 @@ from tests.conftest import Stack
 
 pytestmark = pytest.mark.engine
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def idle_afterwards(stack: Stack) -> Iterator[None]:
+    """Locust stops its users, but the gateway still finishes what they queued: wait for that, so
+    later tests see an idle engine."""
+    yield
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        metrics = httpx.get(f"{stack.url}/metrics").text
+        gauges = ("dgemma_decisions_inflight ", "dgemma_decisions_queued ")
+        busy = [
+            line for line in metrics.splitlines() if line.startswith(gauges) and not line.endswith(" 0.0")
+        ]
+        if not busy:
+            return
+        time.sleep(1)
 
 
 def _gate(host: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -87,11 +105,14 @@ def corrupting_proxy(stack: Stack) -> Iterator[str]:
 
     class Proxy(BaseHTTPRequestHandler):
         def _reply(self, r: httpx.Response, body: bytes) -> None:
-            self.send_response(r.status_code)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(r.status_code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # Locust hung up at the end of a phase
 
         def do_GET(self) -> None:
             r = httpx.get(f"{stack.url}{self.path}")
