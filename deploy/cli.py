@@ -35,29 +35,37 @@ def main(argv: list[str] | None = None) -> int:
     dev.add_argument("--port", type=int, help="gateway port (default: $PORT or 8080)")
     dev.add_argument("--engine-port", type=int, help="internal vLLM port (default 8100)")
     dev.add_argument("--engine-log", type=Path, default=Path(".cache/engine.log"))
+    dev.set_defaults(handler=_dev)
 
     run = sub.add_parser("run", help="production start: engine (DGEMMA_ENGINE_MODE) then gateway on $PORT")
     run.add_argument("--port", type=int)
     run.add_argument("--host")
+    run.set_defaults(handler=_run)
 
     serve = sub.add_parser("serve", help="run the gateway only; the engine URL comes from settings")
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
+    serve.set_defaults(handler=_serve)
 
     model = sub.add_parser("model", help="generate the tiny random-weight DiffusionGemma")
     model.add_argument("out_dir", type=Path, nargs="?")
+    model.set_defaults(handler=_model_cmd)
 
-    fit = sub.add_parser("fit", help="GPU memory budget and vLLM flags for a checkpoint (computed)")
-    fit.add_argument(
-        "checkpoint", type=Path, nargs="?", default=BIG_CONFIG, help="config.json or its directory"
+    fit = sub.add_parser(
+        "fit",
+        help="GPU memory budget and vLLM flags for a checkpoint (computed); defaults: the DGEMMA_ENGINE_* "
+        "settings the supervisor uses, and the checkpoint's own quantization (the 26B-A4B as W4A16 g64 "
+        "when no checkpoint is given)",
     )
-    fit.add_argument("--gpu", default="l4")
-    fit.add_argument("--scheme", choices=["w4a16", "bf16"], default="w4a16")
-    fit.add_argument("--group-size", type=int, default=64)
-    fit.add_argument("--max-num-seqs", type=int, default=32)
-    fit.add_argument("--canvas", type=int, default=32)
-    fit.add_argument("--prompt-tokens", type=int, default=300)
-    fit.add_argument("--gpu-memory-utilization", type=float, default=0.92)
+    fit.add_argument("checkpoint", type=Path, nargs="?", help="config.json or its directory")
+    fit.add_argument("--gpu")
+    fit.add_argument("--scheme", choices=["w4a16", "bf16"])
+    fit.add_argument("--group-size", type=int)
+    fit.add_argument("--max-num-seqs", type=int)
+    fit.add_argument("--canvas", type=int)
+    fit.add_argument("--prompt-tokens", type=int)
+    fit.add_argument("--gpu-memory-utilization", type=float)
+    fit.set_defaults(handler=_fit)
 
     weights = sub.add_parser("weights", help="checkpoint to/from GCS with a sha256 manifest")
     wsub = weights.add_subparsers(dest="action", required=True)
@@ -70,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     down.add_argument("--workers", type=int, default=8)
     check = wsub.add_parser("verify", help="check a local checkpoint against its manifest.json")
     check.add_argument("dir", type=Path)
+    weights.set_defaults(handler=_weights)
 
     quant = sub.add_parser("quantize", help="W4A16 (compressed-tensors) with every expert quantized")
     quant.add_argument("src", type=Path)
     quant.add_argument("dst", type=Path)
     quant.add_argument("--group-size", type=int, choices=[32, 64], default=64)
+    quant.set_defaults(handler=_quantize)
 
     load = sub.add_parser("loadtest", help="the rollout gate: Locust latency + batch@32 phases vs a profile")
     load.add_argument("--host", required=True, help="gateway base URL")
@@ -85,23 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     load.add_argument("--target", action="append", default=[], metavar="NAME=VALUE", help="override a limit")
     load.add_argument("--latency-seconds", type=int)
     load.add_argument("--throughput-seconds", type=int)
+    load.set_defaults(handler=_loadtest)
 
     args = parser.parse_args(argv)
-    if args.command == "loadtest":
-        return _loadtest(args)
-    if args.command == "quantize":
-        return _quantize(args)
-    if args.command == "weights":
-        return _weights(args)
-    if args.command == "dev":
-        return _dev(args)
-    if args.command == "serve":
-        return _serve(args)
-    if args.command == "fit":
-        return _fit(args)
-    if args.command == "run":
-        return _run(args)
-    return _model(args.out_dir)
+    code: int = args.handler(args)
+    return code
 
 
 def _env_overrides(args: argparse.Namespace) -> None:
@@ -128,7 +126,7 @@ def _dev(args: argparse.Namespace) -> int:
         console.print(f"[bold]No engine environment at {settings.engine_python}: creating it[/]")
         venv = settings.engine_python.parent.parent
         subprocess.run(["bash", str(ENGINE_DIR / "setup_engine.sh"), str(venv)], check=True)
-    if _model(settings.model_dir) != 0:
+    if _model(settings.model_dir, settings.engine_python) != 0:
         return 1
     console.print(
         f"Starting vLLM (CPU, Triton interpreter) on {settings.model_dir}; log: {args.engine_log} "
@@ -177,12 +175,11 @@ def _prepare_weights(settings: Settings) -> str | None:
 
 
 def _supervise(settings: Settings, engine_log: Path | None) -> int:
-    from deploy.fit import FitError
     from deploy.supervisor import Supervisor
 
     try:
         supervisor = Supervisor(settings, engine_log=engine_log)
-    except (ValueError, FitError, OSError) as e:
+    except (ValueError, OSError) as e:  # FlashInfer, a profile that cannot fit (FitError), no config
         console.print(f"[red]refusing to start:[/] {e}")
         return 2
     return supervisor.run()
@@ -207,10 +204,11 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from app.main import create_app
-    from app.settings import Settings
 
     _env_overrides(args)
-    settings = Settings()
+    settings = _settings()
+    if settings is None:
+        return 2
     uvicorn.run(
         create_app(settings),
         host=settings.host,
@@ -268,12 +266,17 @@ def _weights(args: argparse.Namespace) -> int:
                 f"uploaded {len(manifest.files)} files, {manifest.total_bytes} bytes, manifest last"
             )
             return 0
-        total = weights.fetch_manifest(args.url, client).total_bytes
+        manifest = weights.fetch_manifest(args.url, client)
         columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn())
         with Progress(*columns, console=console) as bar:
-            task = bar.add_task("download", total=total)
+            task = bar.add_task("download", total=manifest.total_bytes)
             report = weights.download(
-                args.url, args.dst, client, workers=args.workers, progress=lambda n: bar.advance(task, n)
+                args.url,
+                args.dst,
+                client,
+                workers=args.workers,
+                progress=lambda n: bar.advance(task, n),
+                manifest=manifest,
             )
         console.print(
             f"downloaded {len(report.downloaded)} files, skipped {len(report.skipped)} that verified"
@@ -285,25 +288,37 @@ def _weights(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from rich.table import Table
 
-    from deploy.fit import FitError, Profile, budget, check_fits, load_arch, vllm_flags
+    from deploy.fit import Arch, FitError, budget, check_fits, load_config, profile_for, vllm_flags
 
-    profile = Profile(
-        max_num_seqs=args.max_num_seqs,
-        canvas=args.canvas,
-        prompt_tokens=args.prompt_tokens,
-        gpu=args.gpu,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        scheme=args.scheme,
-        group_size=args.group_size,
+    settings = _settings()
+    if settings is None:
+        return 2
+    checkpoint = args.checkpoint or BIG_CONFIG
+    config = load_config(checkpoint)
+    flags = {
+        "gpu": args.gpu,
+        "scheme": args.scheme,
+        "group_size": args.group_size,
+        "max_num_seqs": args.max_num_seqs,
+        "canvas": args.canvas,
+        "prompt_tokens": args.prompt_tokens,
+        "gpu_memory_utilization": args.gpu_memory_utilization,
+    }
+    if args.checkpoint is None:  # the unquantized 26B-A4B config: size the published W4A16 recipe
+        flags = {"scheme": "w4a16", "group_size": 64} | {k: v for k, v in flags.items() if v is not None}
+    profile = dataclasses.replace(
+        profile_for(settings, config), **{k: v for k, v in flags.items() if v is not None}
     )
     try:
-        b = budget(load_arch(args.checkpoint), profile)
+        b = budget(Arch.from_config(config), profile)
     except FitError as e:
         console.print(f"[red]cannot fit:[/] {e}")
         return 1
-    table = Table(title=f"{args.checkpoint.name} on {args.gpu} (computed, not measured on the GPU)")
+    table = Table(title=f"{checkpoint.name} on {profile.gpu} (computed, not measured on the GPU)")
     table.add_column("item")
     table.add_column("GiB", justify="right")
     table.add_column("how")
@@ -320,18 +335,20 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model(out_dir: Path | None) -> int:
-    """Generate the tiny model with the engine's python, unless it is already there."""
-    from app.settings import Settings
+def _model_cmd(args: argparse.Namespace) -> int:
+    settings = _settings()
+    if settings is None:
+        return 2
+    return _model(args.out_dir or settings.model_dir, settings.engine_python)
 
-    settings = Settings()
-    out = out_dir or settings.model_dir
+
+def _model(out: Path, engine_python: Path) -> int:
+    """Generate the tiny model with the engine's python, unless it is already there."""
     if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
         console.print(f"tiny model present at {out}")
         return 0
     console.print(f"generating the tiny random-weight DiffusionGemma in {out}")
-    done = subprocess.run([str(settings.engine_python), str(ENGINE_DIR / "tiny_model.py"), str(out)])
-    return done.returncode
+    return subprocess.run([str(engine_python), str(ENGINE_DIR / "tiny_model.py"), str(out)]).returncode
 
 
 if __name__ == "__main__":

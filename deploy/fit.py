@@ -12,7 +12,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from app.settings import Settings
 
 GiB = 2**30
 Scheme = Literal["bf16", "w4a16"]
@@ -230,6 +233,37 @@ def vllm_flags(b: Budget) -> list[str]:
     ]  # fmt: skip
 
 
-def load_arch(path: Path) -> Arch:
+def load_config(path: Path) -> dict[str, Any]:
+    """A checkpoint's config.json, given the file or its directory."""
     config_path = path / "config.json" if path.is_dir() else path
-    return Arch.from_config(json.loads(config_path.read_text()))
+    data: dict[str, Any] = json.loads(config_path.read_text())
+    return data
+
+
+def load_arch(path: Path) -> Arch:
+    return Arch.from_config(load_config(path))
+
+
+def quantization_of(config: dict[str, Any]) -> tuple[Scheme, int]:
+    """(scheme, group size) a checkpoint declares: W4A16 compressed-tensors, or bf16."""
+    quant = config.get("quantization_config")
+    if not quant:
+        return "bf16", 64
+    groups: dict[str, dict[str, Any]] = quant.get("config_groups") or {}
+    first: dict[str, Any] = next(iter(groups.values()), {})
+    weights: dict[str, Any] = first.get("weights") or {}
+    return "w4a16", int(weights.get("group_size") or 64)
+
+
+def profile_for(settings: Settings, config: dict[str, Any]) -> Profile:
+    """The serving profile the settings ask for, with the checkpoint's own quantization."""
+    scheme, group_size = quantization_of(config)
+    return Profile(
+        max_num_seqs=settings.engine_max_num_seqs,
+        canvas=settings.engine_canvas,
+        prompt_tokens=settings.engine_prompt_tokens,
+        gpu=settings.engine_gpu,
+        gpu_memory_utilization=settings.engine_gpu_memory_utilization,
+        scheme=scheme,
+        group_size=group_size,
+    )

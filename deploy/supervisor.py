@@ -111,18 +111,10 @@ def cpu_engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
 
 def gpu_engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
     """`vllm serve` in the CUDA image, sized by the fit profile of the checkpoint's config.json."""
-    from deploy.fit import Profile, budget, check_fits, load_arch, vllm_flags
+    from deploy.fit import Arch, budget, check_fits, load_config, profile_for, vllm_flags
 
-    quantized = "quantization_config" in (settings.model_dir / "config.json").read_text()
-    profile = Profile(
-        max_num_seqs=settings.engine_max_num_seqs,
-        canvas=settings.engine_canvas,
-        prompt_tokens=settings.engine_prompt_tokens,
-        gpu=settings.engine_gpu,
-        gpu_memory_utilization=settings.engine_gpu_memory_utilization,
-        scheme="w4a16" if quantized else "bf16",
-    )
-    fitted = budget(load_arch(settings.model_dir), profile)
+    config = load_config(settings.model_dir)
+    fitted = budget(Arch.from_config(config), profile_for(settings, config))
     check_fits(fitted)  # refuse to start rather than die later in vLLM's memory profiling
     argv = [
         "vllm", "serve", str(settings.model_dir),
@@ -169,7 +161,7 @@ class Supervisor:
         log.info("received %s: shutting down", signal.Signals(signum).name)
         self._stop.set()
 
-    def run(self, on_ready: object = None) -> int:
+    def run(self) -> int:
         """Start both, wait for readiness, supervise. Returns the process exit code."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)

@@ -122,8 +122,15 @@ def fetch_manifest(url: str, client: storage.Client) -> Manifest:
     return Manifest.from_json(text, where)
 
 
-def _verified(path: Path, entry: Entry) -> bool:
-    return path.is_file() and path.stat().st_size == entry.size and sha256_file(path) == entry.sha256
+def _problem(path: Path, entry: Entry) -> str | None:
+    """How a local file differs from its manifest entry, or None when it verifies."""
+    if not path.is_file():
+        return f"{entry.name}: missing"
+    if path.stat().st_size != entry.size:
+        return f"{entry.name}: {path.stat().st_size} bytes, manifest says {entry.size}"
+    if sha256_file(path) != entry.sha256:
+        return f"{entry.name}: sha256 differs from the manifest"
+    return None
 
 
 @dataclass(frozen=True)
@@ -141,15 +148,17 @@ def download(
     workers: int = 8,
     slice_bytes: int = SLICE_BYTES,
     progress: Progress | None = None,
+    manifest: Manifest | None = None,
 ) -> DownloadReport:
-    """Download a checkpoint into `dst`, skipping files that already match the manifest."""
+    """Download a checkpoint into `dst`, skipping files that already match the manifest
+    (fetched here unless the caller already has it)."""
     bucket_name, prefix = parse_gs(url)
     bucket = client.bucket(bucket_name)
-    manifest = fetch_manifest(url, client)
+    manifest = manifest or fetch_manifest(url, client)
     dst.mkdir(parents=True, exist_ok=True)
     todo, skipped = [], []
     for entry in manifest.files:
-        if _verified(dst / entry.name, entry):
+        if _problem(dst / entry.name, entry) is None:
             skipped.append(entry.name)
             if progress:
                 progress(entry.size)
@@ -224,16 +233,7 @@ def verify(directory: Path) -> list[str]:
     if not path.is_file():
         return [f"{path} is missing"]
     manifest = Manifest.from_json(path.read_text(), str(path))
-    problems = []
-    for entry in manifest.files:
-        f = directory / entry.name
-        if not f.is_file():
-            problems.append(f"{entry.name}: missing")
-        elif f.stat().st_size != entry.size:
-            problems.append(f"{entry.name}: {f.stat().st_size} bytes, manifest says {entry.size}")
-        elif sha256_file(f) != entry.sha256:
-            problems.append(f"{entry.name}: sha256 differs from the manifest")
-    return problems
+    return [p for e in manifest.files if (p := _problem(directory / e.name, e)) is not None]
 
 
 def client_from_env(project: str | None = None) -> storage.Client:

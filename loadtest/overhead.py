@@ -16,6 +16,7 @@ import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx
 from rich.console import Console
@@ -23,20 +24,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from deploy.localstack import local_stack
+from loadtest.corpus import ALERTS, QUESTIONS, decision_body
 
-STATES = [
-    "Disk usage at 97% on db-1",
-    "p99 latency of checkout-api above 2 s for 10 minutes",
-    "Packet loss 12% between eu-west1 load balancers",
-    "CrashLoopBackOff: payments-worker restarted 14 times",
-    "Certificate for api.example.com expires in 6 days",
-    "Replication lag on db-2 is 45 s and growing",
-]
-QUESTIONS = {
-    "page": {"type": "noul", "instructions": "Should on-call be paged now?"},
-    "team": {"type": "choice", "criteria": {"database": None, "network": None, "app": None}},
-    "severity": {"type": "score", "criteria": ["low", "medium", "high"]},
-}
 console = Console()
 
 
@@ -53,16 +42,12 @@ def run(gateway: str, engine: str, model: str, rounds: int) -> dict[str, list[fl
     with httpx.Client(timeout=120, headers=headers) as http, Progress(console=console) as progress:
         task = progress.add_task("alternating requests", total=rounds)
 
-        def send(path: str, state: str) -> None:
+        def send(path: str, alert: dict[str, Any]) -> None:
+            # The gate's own requests; the gateway reads once per question, as the engine does.
+            body = decision_body(alert, "throughput", read_policy="single")
             if path == "engine":
-                url, body = f"{engine}/v1/systemone", {"model": model, "state": state, "questions": QUESTIONS}
+                url, body = f"{engine}/v1/systemone", {"model": model, "state": alert, "questions": QUESTIONS}
             else:
-                body = {
-                    "model": "jev-latest",
-                    "state": state,
-                    "questions": QUESTIONS,
-                    "read_policy": {"mode": "single"},  # the same reads the engine path makes
-                }
                 url = f"{gateway}/v1/systemone"
             start = time.perf_counter()
             r = http.post(url, json=body)
@@ -70,21 +55,21 @@ def run(gateway: str, engine: str, model: str, rounds: int) -> dict[str, list[fl
             r.raise_for_status()
             times[path].append(elapsed)
 
-        for state in STATES[:2]:  # warm-up, not measured: first reads fill caches on both paths
+        for alert in ALERTS[:2]:  # warm-up, not measured: first reads fill caches on both paths
             for path in ("engine", "gateway"):
-                send(path, state)
+                send(path, alert)
         times = {"engine": [], "gateway": []}
         for i in range(rounds):
-            state = STATES[i % len(STATES)]
+            alert = ALERTS[i % len(ALERTS)]
             order = ("engine", "gateway") if i % 2 == 0 else ("gateway", "engine")
             for path in order:
-                send(path, state)
+                send(path, alert)
             progress.advance(task)
     return times
 
 
 def report(times: dict[str, list[float]], plot: Path | None) -> None:
-    table = Table(title="3-question decision latency (same requests, alternating)")
+    table = Table(title="3-question alert decisions (same requests, alternating)")
     for col in ("path", "n", "p50 ms", "p95 ms", "mean ms"):
         table.add_column(col, justify="right")
     for path, values in times.items():

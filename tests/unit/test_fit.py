@@ -95,3 +95,17 @@ def test_group_size_must_divide_the_expert_width() -> None:
     with pytest.raises(FitError, match="704"):
         weight_bytes(load_arch(BIG), "w4a16", 128)
     assert Arch.from_config(json.loads(BIG.read_text())).moe_intermediate % 64 == 0
+
+
+def test_profile_takes_the_checkpoints_own_quantization() -> None:
+    from app.settings import Settings
+    from deploy.fit import load_config, profile_for
+
+    config = load_config(BIG)
+    assert (profile_for(Settings(), config).scheme, profile_for(Settings(), config).group_size) == (
+        "bf16",
+        64,
+    )
+    config["quantization_config"] = {"config_groups": {"group_0": {"weights": {"group_size": 32}}}}
+    profile = profile_for(Settings(engine_canvas=48), config)
+    assert (profile.scheme, profile.group_size, profile.canvas) == ("w4a16", 32, 48)

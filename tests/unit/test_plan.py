@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 
@@ -101,8 +100,5 @@ def test_choice_descriptions_are_rendered() -> None:
     spec = Spec.from_question("c", q)
     assert spec.instructions == '["a", 1]'
     assert spec.descriptions == ('{"owns": "pg"}', None)
-    assert math.factorial(2) == spec.max_orders()
-    assert list(itertools.islice((first_stage_reads(0, spec, k, 26)[0].options for k in range(2)), 2)) == [
-        (0, 1),
-        (1, 0),
-    ]
+    assert spec.max_orders() == 2
+    assert [first_stage_reads(0, spec, k, 26)[0].options for k in range(2)] == [(0, 1), (1, 0)]
