@@ -1,25 +1,31 @@
 # The two commands of the contract: `make dev` (local stack) and `make test` (everything CI runs).
-# Both set up what they need on a fresh machine; the real work lives in scripts/ and deploy/.
+# Both set up what they need on a fresh machine; the real work lives in scripts/, deploy/, devtools/.
 PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test lint docs bench lock env engine-env clean
+.PHONY: dev test test-fast lint docs bench bench-weights lock env engine-env clean
 
 dev: env engine-env  ## local stack: vLLM (CPU) on the tiny model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
 
-test: env engine-env  ## lint, type checks, docs check, then the tests on the real engine
+test: env engine-env  ## lint, type checks, docs check, then every tier, the real engine included
 	bash scripts/test.sh
+
+test-fast: env  ## lint, then the tiers that need no engine (pure functions, the app in process, emulator)
+	bash scripts/test.sh -m "not engine"
 
 lint: env
 	bash scripts/lint.sh
 
-docs: env  ## regenerate the README's settings table from app/settings.py
+docs: env  ## regenerate the README's settings tables from the settings sections
 	$(VENV)/bin/python scripts/gen_docs.py
 
-bench: env engine-env  ## gateway overhead against the raw engine, side by side
-	$(VENV)/bin/python -m loadtest.overhead
+bench: env engine-env  ## gateway overhead against the raw engine, side by side, on a local stack
+	$(VENV)/bin/python -m devtools.bench
+
+bench-weights: env  ## GCS download paths against the emulator, side by side
+	$(VENV)/bin/python -m devtools.bench_weights
 
 lock: env  ## regenerate the image's hashed lock of the gateway's dependencies (Python 3.12, x86_64)
 	$(VENV)/bin/uv pip compile pyproject.toml --python-version 3.12 --python-platform x86_64-manylinux_2_28 \
@@ -29,8 +35,8 @@ env: $(VENV)/.ready
 $(VENV)/.ready: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is needed (set PYTHON=...)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --progress-bar off -q -e '.[test]' 2>&1 | { grep -v "is ignored: it is neither" || true; }
-	$(VENV)/bin/python -c "import app, deploy, typesafe_sdk"
+	$(VENV)/bin/pip install --progress-bar off -q -e '.[loadtest,test]' 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	$(VENV)/bin/python -c "import app, deploy, loadtest, typesafe_sdk, locust"
 	touch $@
 
 engine-env:

@@ -1,22 +1,38 @@
 """The one async HTTP client of the vLLM engine: health, native structured-decision reads, tokenize.
 
 vLLM is a process behind an HTTP contract; nothing from its Python package is imported here.
-Engine failures become 502/503 `ApiError`s with a message, never a stack trace.
+Engine failures become domain errors (`EngineUnavailable`, `EngineBadAnswer`), never a traceback.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
-from app.errors import ApiError
+from app.errors import EngineBadAnswer, EngineUnavailable, InputTooLong, InvalidRequest
 
 # vLLM's DiffusionGemma strategy rejects prompts that do not fit max_model_len with a 400 whose
 # message says so; that one is the client's (too much state), not the engine's.
 _TOO_LONG = re.compile(r"more than max_model_len|maximum context length|too long", re.IGNORECASE)
+_TOKEN_CACHE_SIZE = 256
+
+
+class Engine(Protocol):
+    """What the decision layer needs of an engine (the client below; a scripted stand-in in tests)."""
+
+    model: str
+
+    async def healthy(self) -> bool: ...
+
+    async def systemone(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def count_tokens(self, text: str) -> int: ...
+
+    async def aclose(self) -> None: ...
 
 
 class EngineClient:
@@ -28,7 +44,8 @@ class EngineClient:
             timeout=httpx.Timeout(timeout_s, connect=5.0),
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
         )
-        self._token_counts: OrderedDict[str, int] = OrderedDict()
+        # Keyed by a digest: states can be megabytes, and the cache must not hold them.
+        self._token_counts: OrderedDict[bytes, int] = OrderedDict()
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -46,45 +63,48 @@ class EngineClient:
 
     async def count_tokens(self, text: str) -> int:
         """Tokens of `text` alone (no special tokens); cached, since states repeat across questions."""
-        if text in self._token_counts:
-            self._token_counts.move_to_end(text)
-            return self._token_counts[text]
+        key = hashlib.blake2b(text.encode(), digest_size=16).digest()
+        if key in self._token_counts:
+            self._token_counts.move_to_end(key)
+            return self._token_counts[key]
         data = await self._post(
             "/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False}
         )
-        count = int(data["count"])
-        self._token_counts[text] = count
-        while len(self._token_counts) > 256:
+        try:
+            count = int(data["count"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise EngineBadAnswer(f"The engine's /tokenize answer lacks a count ({e!r}).") from e
+        self._token_counts[key] = count
+        while len(self._token_counts) > _TOKEN_CACHE_SIZE:
             self._token_counts.popitem(last=False)
         return count
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        retry = self.retry_after_s
         try:
             r = await self._http.post(path, json=body)
         except httpx.TimeoutException as e:
-            raise ApiError(
-                503,
-                f"The engine did not answer in time ({type(e).__name__}).",
-                retry_after=self.retry_after_s,
+            raise EngineUnavailable(
+                f"The engine did not answer in time ({type(e).__name__}).", retry_after=retry
             ) from e
         except httpx.HTTPError as e:
-            raise ApiError(
-                503, f"The engine is not reachable ({type(e).__name__}).", retry_after=self.retry_after_s
+            raise EngineUnavailable(
+                f"The engine is not reachable ({type(e).__name__}).", retry_after=retry
             ) from e
         if r.status_code == 200:
             try:
                 data: dict[str, Any] = r.json()
             except ValueError as e:
-                raise ApiError(502, "The engine answered with a body that is not JSON.") from e
+                raise EngineBadAnswer("The engine answered with a body that is not JSON.") from e
             return data
         message = _engine_message(r)
         if r.status_code == 400:
             if _TOO_LONG.search(message):
-                raise ApiError(400, f"Input too long: {message}", extra={"error_type": "max_tokens_exceeded"})
-            raise ApiError(400, f"The engine rejected the request: {message}")
+                raise InputTooLong(f"Input too long: {message}")
+            raise InvalidRequest(f"The engine rejected the request: {message}")
         if r.status_code in (429, 503):
-            raise ApiError(503, f"The engine is saturated: {message}", retry_after=self.retry_after_s)
-        raise ApiError(502, f"The engine failed (HTTP {r.status_code}): {message}")
+            raise EngineUnavailable(f"The engine is saturated: {message}", retry_after=retry)
+        raise EngineBadAnswer(f"The engine failed (HTTP {r.status_code}): {message}")
 
 
 def _engine_message(r: httpx.Response) -> str:

@@ -1,37 +1,41 @@
-"""`create_app()`: the gateway's routers, middleware, error handlers and engine client."""
+"""`create_app()`: the gateway's routers, middleware, error handlers, engine client and admission.
+
+Logging is configured by the entry point (`dgemma serve`), not here, so tests and embedders keep
+their own.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic.json_schema import models_json_schema
 
-from app.decisions import Decider
-from app.deps import Admission
-from app.engine import EngineClient
+from app.admission import Admission
+from app.auth import KeyRing
+from app.decisions.decide import Decider
+from app.engine import Engine, EngineClient
 from app.errors import install_error_handlers
-from app.observability import Metrics, RequestContextMiddleware, configure_logging
+from app.observability import Metrics, RequestContextMiddleware
 from app.routes import health, systemone
-from app.settings import Settings
+from app.settings import GatewaySettings
+from app.wire import SystemOneRequest
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or Settings()
-    configure_logging(settings.log_level)
+def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> FastAPI:
+    """The gateway. `engine` replaces the HTTP client of vLLM (tests use a scripted stand-in).
+    Raises ConfigError when no API key is configured and any key is not explicitly allowed."""
+    keys = KeyRing.from_settings(settings)
     metrics = Metrics()
+    engine = engine or EngineClient(
+        settings.engine_url, settings.served_model, settings.engine_timeout_s, settings.retry_after_s
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = EngineClient(
-            settings.engine_url, settings.served_model, settings.engine_timeout_s, settings.retry_after_s
-        )
-        app.state.engine = engine
-        app.state.decider = Decider(
-            engine,
-            max_options=settings.engine_max_options,
-            max_questions_per_call=settings.engine_max_questions,
-        )
         try:
             yield
         finally:
@@ -45,11 +49,43 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.keys = keys
+    app.state.engine = engine
+    app.state.decider = Decider(
+        engine,
+        max_options=settings.engine_max_options,
+        max_questions_per_call=settings.engine_max_questions,
+        max_reads=settings.max_reads_per_decision,
+    )
     app.state.admission = Admission(
-        settings.max_concurrent_decisions, settings.max_queued_decisions, settings.retry_after_s, metrics
+        settings.max_concurrent_decisions,
+        settings.max_queued_decisions,
+        settings.engine_max_questions,
+        settings.retry_after_s,
+        metrics,
     )
     install_error_handlers(app)
     app.include_router(systemone.router)
     app.include_router(health.router)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
+    app.openapi = _openapi_with_request_schema(app)  # type: ignore[method-assign]
     return app
+
+
+def _openapi_with_request_schema(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """FastAPI's document plus the Jev request body's schema: the route reads the raw body itself
+    (zstd, multipart), so FastAPI cannot see the model."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+            _, defs = models_json_schema(
+                [(SystemOneRequest, "validation")], ref_template="#/components/schemas/{model}"
+            )
+            schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+            for name, schema in defs.get("$defs", {}).items():
+                schemas.setdefault(name, schema)
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    return openapi

@@ -1,9 +1,12 @@
-"""Request ids, JSON logs and Prometheus metrics, applied to every request by one ASGI middleware."""
+"""Logs and metrics: JSON lines Cloud Logging parses, request ids and traces, Prometheus metrics,
+applied to every request by one ASGI middleware."""
 
 from __future__ import annotations
 
 import contextvars
+import datetime as dt
 import logging
+import re
 import sys
 import time
 import uuid
@@ -13,33 +16,91 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from pythonjsonlogger.json import JsonFormatter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import ApiError, error_response
+from app.errors import error_response
 
 REQUEST_ID_HEADER = "x-typesafe-request-id"
+TRACE_FIELD = "logging.googleapis.com/trace"
+SPAN_FIELD = "logging.googleapis.com/spanId"
+SAMPLED_FIELD = "logging.googleapis.com/trace_sampled"
+LOGGERS = ("app", "deploy", "loadtest", "uvicorn", "uvicorn.error")
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+trace_var: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("trace", default=None)
 log = logging.getLogger("app")
 
+# X-Cloud-Trace-Context: TRACE_ID/SPAN_ID;o=1 (span in decimal); traceparent: 00-TRACE-SPAN-FLAGS.
+_CLOUD_TRACE = re.compile(r"^([0-9a-fA-F]{32})(?:/(\d+))?(?:;o=([01]))?")
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
-class _RequestIdFilter(logging.Filter):
+
+class _CloudLoggingFormatter(JsonFormatter):
+    """`severity`, `message` and an RFC 3339 `time`: the fields Cloud Logging reads from a JSON line."""
+
+    def add_fields(
+        self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
+    ) -> None:
+        super().add_fields(log_data, record, message_dict)
+        log_data["time"] = dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(
+            timespec="milliseconds"
+        )
+        log_data["severity"] = record.levelname
+        log_data.setdefault("logger", record.name)
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record comes, so a redirection made after
+    `configure_logging` (a test's capture, a wrapper) is honoured."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+class _ContextFilter(logging.Filter):
+    def __init__(self, project: str | None) -> None:
+        super().__init__()
+        self.project = project
+
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id_var.get()
+        trace = trace_var.get()
+        if trace:
+            tid = trace["trace"]
+            setattr(record, TRACE_FIELD, f"projects/{self.project}/traces/{tid}" if self.project else tid)
+            if trace.get("span"):
+                setattr(record, SPAN_FIELD, trace["span"])
+            setattr(record, SAMPLED_FIELD, trace.get("sampled", False))
         return True
 
 
-def configure_logging(level: str) -> None:
-    """JSON lines on stderr, each with the current request id. Idempotent."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter(
-            "{asctime}{levelname}{name}{message}{request_id}", style="{", rename_fields={"levelname": "level"}
-        )
-    )
-    handler.addFilter(_RequestIdFilter())
-    for name in ("app", "deploy"):
+def configure_logging(level: str, project: str | None = None) -> None:
+    """JSON lines on stderr for our loggers and uvicorn's, each with the request id and trace.
+    Called once by each entry point; idempotent."""
+    handler = _StderrHandler()
+    handler.setFormatter(_CloudLoggingFormatter("{message}{request_id}", style="{"))
+    handler.addFilter(_ContextFilter(project))
+    for name in LOGGERS:
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
         logger.setLevel(level)
         logger.propagate = False
+    # The middleware writes one access line per request; uvicorn's would be a second, unparsed one.
+    logging.getLogger("uvicorn.access").disabled = True
+
+
+def parse_trace(headers: dict[str, str]) -> dict[str, Any]:
+    """Trace id, span id (16 hex digits) and sampling flag from Cloud Run's headers, or {}."""
+    cloud = _CLOUD_TRACE.match(headers.get("x-cloud-trace-context", ""))
+    if cloud:
+        trace, span, sampled = cloud.groups()
+        out: dict[str, Any] = {"trace": trace.lower(), "sampled": sampled == "1"}
+        if span:
+            out["span"] = f"{int(span) & (2**64 - 1):016x}"
+        return out
+    parent = _TRACEPARENT.match(headers.get("traceparent", "").strip().lower())
+    if parent:
+        trace, span, flags = parent.groups()
+        return {"trace": trace, "span": span, "sampled": bool(int(flags, 16) & 1)}
+    return {}
 
 
 class Metrics:
@@ -74,11 +135,21 @@ class Metrics:
         self.queued = Gauge(
             "dgemma_decisions_queued", "Decisions waiting for a slot.", registry=self.registry
         )
+        self.units_in_use = Gauge(
+            "dgemma_admission_units_in_use",
+            "Admission units held by decisions being read (a unit per started engine call of reads).",
+            registry=self.registry,
+        )
+        self.cancelled = Counter(
+            "dgemma_decisions_cancelled",
+            "Decisions cancelled because the client went away before the answer.",
+            registry=self.registry,
+        )
 
 
 class RequestContextMiddleware:
-    """Gives every request an id (returned as `x-typesafe-request-id`), logs one JSON access line,
-    counts responses, and turns an unexpected exception into a 500 that carries the id."""
+    """Gives every request an id (returned as `x-typesafe-request-id`) and its trace, logs one JSON
+    access line, counts responses, and turns an unexpected exception into a 500 that carries the id."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
@@ -90,6 +161,8 @@ class RequestContextMiddleware:
             return
         rid = uuid.uuid4().hex
         token = request_id_var.set(rid)
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        trace_token = trace_var.set(parse_trace(headers))
         start = time.perf_counter()
         status = 500
         started = False
@@ -99,9 +172,9 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 started = True
                 status = message["status"]
-                headers: list[Any] = list(message.get("headers", []))
-                headers.append((REQUEST_ID_HEADER.encode(), rid.encode()))
-                message = {**message, "headers": headers}
+                out: list[Any] = list(message.get("headers", []))
+                out.append((REQUEST_ID_HEADER.encode(), rid.encode()))
+                message = {**message, "headers": out}
             await send(message)
 
         try:
@@ -109,9 +182,7 @@ class RequestContextMiddleware:
         except Exception:
             log.exception("unhandled error on %s", scope.get("path"))
             if not started:
-                response = error_response(
-                    ApiError(500, "Internal error in the gateway; quote the request id.")
-                )
+                response = error_response(500, "Internal error in the gateway; quote the request id.")
                 await response(scope, receive, send_with_id)
         finally:
             route = scope.get("route")
@@ -126,4 +197,5 @@ class RequestContextMiddleware:
                 status,
                 extra={"status": status, "duration_ms": round((time.perf_counter() - start) * 1000, 2)},
             )
+            trace_var.reset(trace_token)
             request_id_var.reset(token)

@@ -14,14 +14,17 @@ import zstandard
 from pydantic import BaseModel, ConfigDict, Field
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from app.errors import ApiError
-from app.settings import ReadPolicyName
+from app.decisions.policy import ReadPolicy
+from app.errors import BodyTooLarge, InvalidBody, InvalidRequest, UnsupportedMedia
 
 # A JSON value the model reads as text: a string as-is, an object or array as JSON text.
 Content = str | dict[str, Any] | list[Any]
 
 MAX_CHOICES = 255
 MAX_SCORE_LEVELS = 10
+# Deeper JSON is refused before it reaches recursive code (json's parser, pydantic, renderers).
+# Alert payloads nest a handful of levels; 64 leaves room for any real state.
+MAX_DEPTH = 64
 
 
 class _Strict(BaseModel):
@@ -66,15 +69,6 @@ class Asset(_Strict):
     part: str | None = None
 
 
-class ReadPolicy(_Strict):
-    """Extension (`read_policy` at the top level): override the deployment's read policy."""
-
-    mode: ReadPolicyName | None = None
-    reread_entropy: float | None = Field(None, ge=0.0, le=1.0)
-    extra_reads: int | None = Field(None, ge=0, le=16)
-    debias_reads: int | None = Field(None, ge=1, le=16)
-
-
 class SystemOneRequest(BaseModel):
     # Unknown top-level keys are ignored: the SDK's `extra_body` may add any.
     model_config = ConfigDict(extra="ignore")
@@ -83,22 +77,104 @@ class SystemOneRequest(BaseModel):
     state: Content
     questions: dict[str, Question] = Field(min_length=1)
     assets: dict[str, Asset] | None = Field(None, min_length=1)
-    read_policy: ReadPolicy | None = None
+    read_policy: ReadPolicy | None = Field(
+        None,
+        description="Extension: override the deployment's read policy; fields left out keep the "
+        "deployment's values (the defaults shown are the kit's).",
+    )
+
+
+# -- answers (documentation of the response, and the shapes a Jev client of the gateway reads) -----
+
+
+class NoulAnswer(BaseModel):
+    type: Literal["noul"]
+    noul: float = Field(ge=0.0, le=1.0, description="Probability of yes/true.")
+
+
+class ChoiceAnswer(BaseModel):
+    type: Literal["choice"]
+    choice: str = Field(description="The option with the highest probability.")
+    confidence: float = Field(ge=0.0, le=1.0, description="p(answer) x label mass (README, Confidence).")
+    probabilities: dict[str, float] = Field(description="Per option, in request order; sums to 1.")
+
+
+class ScoreAnswer(BaseModel):
+    type: Literal["score"]
+    score: float = Field(description="Probability-weighted mean level (0-based).")
+    confidence: float = Field(ge=0.0, le=1.0)
+    legend: dict[str, Content] = Field(description="Level index -> the request's criteria item.")
+    probabilities: dict[str, float] = Field(description="Per level index; sums to 1.")
+
+
+Answer = Annotated[NoulAnswer | ChoiceAnswer | ScoreAnswer, Field(discriminator="type")]
+
+
+class Usage(BaseModel):
+    input_tokens: int = Field(description="The state once, plus every engine read's own tokens.")
+    output_tokens: int
+
+
+class Diagnostics(BaseModel):
+    """Extension: how each answer was read (README, Diagnostics)."""
+
+    reads: int
+    engine_reads: int
+    confidence: float
+    first_read_entropy: float | None = None
+    entropy: float | None = None
+    stderr: float | None = None
+    agreement: float | None = None
+    label_mass: float | None = None
+
+
+class SystemOneResponse(BaseModel):
+    object: Literal["structured_decision"]
+    model: str = Field(description="The served model's concrete name.")
+    answers: dict[str, Answer] = Field(description="Keyed by the request's question names, in request order.")
+    usage: Usage
+    diagnostics: dict[str, Diagnostics]
+    read_policy: ReadPolicy = Field(description="Extension: the read policy this decision used.")
+
+
+class ModelInfo(BaseModel):
+    name: str
+    description: str
+    release_date: str = Field(description="YYYY-MM-DD")
+
+
+class ModelList(BaseModel):
+    models: list[ModelInfo]
+
+
+class ValidationItem(BaseModel):
+    type: str
+    loc: list[str | int]
+    msg: str
+    input: Any = None
+    ctx: dict[str, Any] | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every error: a message, or FastAPI's list for schema errors (422)."""
+
+    detail: str | list[ValidationItem]
+    error_type: str | None = Field(None, description="`max_tokens_exceeded` when the input is too long.")
 
 
 def check_limits(request: SystemOneRequest, max_questions: int) -> None:
     """The hosted API's semantic limits, as 400 `{"detail": ...}` with its own messages."""
     if len(request.questions) > max_questions:
-        raise ApiError(400, f"Too many questions. Must have at most {max_questions} questions.")
+        raise InvalidRequest(f"Too many questions. Must have at most {max_questions} questions.")
     for name, q in request.questions.items():
         if isinstance(q, NoulQuestion):
             sides = q.criteria is not None and (q.criteria.true is not None or q.criteria.false is not None)
             if not sides and not _has_text(q.instructions):
-                raise ApiError(400, f"Noul question must have criteria or instructions: {name}")
+                raise InvalidRequest(f"Noul question must have criteria or instructions: {name}")
         elif isinstance(q, ChoiceQuestion) and len(q.criteria) > MAX_CHOICES:
-            raise ApiError(400, f"Too many choices. Must have at most {MAX_CHOICES} choices.")
+            raise InvalidRequest(f"Too many choices. Must have at most {MAX_CHOICES} choices.")
         elif isinstance(q, ScoreQuestion) and len(q.criteria) > MAX_SCORE_LEVELS:
-            raise ApiError(400, f"Too many score levels. Must have at most {MAX_SCORE_LEVELS} levels.")
+            raise InvalidRequest(f"Too many score levels. Must have at most {MAX_SCORE_LEVELS} levels.")
 
 
 def _has_text(value: Content | None) -> bool:
@@ -120,7 +196,7 @@ def decode_content(body: bytes, encoding: str | None, limit: int) -> bytes:
         elif coding in ("gzip", "x-gzip", "deflate"):
             body = _unzlib(body, coding, limit)
         else:
-            raise ApiError(415, f"Unsupported Content-Encoding {coding!r}: use zstd, gzip or deflate.")
+            raise UnsupportedMedia(f"Unsupported Content-Encoding {coding!r}: use zstd, gzip or deflate.")
     return body
 
 
@@ -129,9 +205,9 @@ def _unzstd(body: bytes, limit: int) -> bytes:
         reader = zstandard.ZstdDecompressor().stream_reader(body)
         out = reader.read(limit + 1)
     except zstandard.ZstdError as e:
-        raise ApiError(400, f"The zstd request body could not be decompressed: {e}") from e
+        raise InvalidRequest(f"The zstd request body could not be decompressed: {e}") from e
     if len(out) > limit:
-        raise ApiError(413, f"The decompressed request body exceeds {limit} bytes.")
+        raise BodyTooLarge(f"The decompressed request body exceeds {limit} bytes.")
     return bytes(out)
 
 
@@ -144,10 +220,10 @@ def _unzlib(body: bytes, coding: str, limit: int) -> bytes:
             out = inflater.decompress(body, limit + 1)
         except zlib.error as e:
             if wbits == attempts[-1]:
-                raise ApiError(400, f"The {coding} request body could not be decompressed: {e}") from e
+                raise InvalidRequest(f"The {coding} request body could not be decompressed: {e}") from e
             continue
         if len(out) > limit:
-            raise ApiError(413, f"The decompressed request body exceeds {limit} bytes.")
+            raise BodyTooLarge(f"The decompressed request body exceeds {limit} bytes.")
         return out
     raise AssertionError("unreachable")
 
@@ -164,15 +240,38 @@ def _no_constants(name: str) -> Any:
 
 
 def parse_json(raw: bytes) -> Any:
-    """Strict JSON from bytes (no NaN/Infinity/overflowing numbers), or a FastAPI-style 422."""
+    """Strict JSON from bytes (no NaN/Infinity/overflowing numbers), or a FastAPI-style 422;
+    nested deeper than MAX_DEPTH: 400."""
     try:
-        return json.loads(raw, parse_float=_finite, parse_constant=_no_constants)
+        value = json.loads(raw, parse_float=_finite, parse_constant=_no_constants)
+    except RecursionError as e:
+        raise _too_deep() from e
     except (UnicodeDecodeError, ValueError) as e:
         pos = getattr(e, "pos", getattr(e, "start", 0))
-        raise ApiError(
-            422,
-            [{"type": "json_invalid", "loc": ["body", pos], "msg": f"JSON decode error: {e}", "input": {}}],
+        raise InvalidBody(
+            [{"type": "json_invalid", "loc": ["body", pos], "msg": f"JSON decode error: {e}", "input": {}}]
         ) from e
+    if _depth_exceeds(value, MAX_DEPTH):
+        raise _too_deep()
+    return value
+
+
+def _too_deep() -> InvalidRequest:
+    return InvalidRequest(
+        f"The JSON body is nested too deeply: at most {MAX_DEPTH} levels of arrays and objects."
+    )
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether arrays/objects nest deeper than `limit`; iterative, so any depth is safe to check."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def parse_multipart(raw: bytes, content_type: str) -> tuple[Any, dict[str, bytes]]:
@@ -180,7 +279,7 @@ def parse_multipart(raw: bytes, content_type: str) -> tuple[Any, dict[str, bytes
     _, params = parse_options_header(content_type)
     boundary = params.get(b"boundary")
     if not boundary:
-        raise ApiError(400, "multipart/form-data without a boundary.")
+        raise InvalidRequest("multipart/form-data without a boundary.")
     parts: dict[str, bytes] = {}
     current: dict[str, Any] = {}
 
@@ -206,7 +305,7 @@ def parse_multipart(raw: bytes, content_type: str) -> tuple[Any, dict[str, bytes
     def on_part_end() -> None:
         name = current.get("name") or ""
         if name in parts:
-            raise ApiError(400, f"multipart part {name!r} appears twice.")
+            raise InvalidRequest(f"multipart part {name!r} appears twice.")
         parts[name] = bytes(current["data"])
 
     parser = MultipartParser(
@@ -223,10 +322,10 @@ def parse_multipart(raw: bytes, content_type: str) -> tuple[Any, dict[str, bytes
     try:
         parser.write(raw)
         parser.finalize()
-    except ApiError:
+    except InvalidRequest:
         raise
     except Exception as e:  # python-multipart raises its own error types for malformed bodies
-        raise ApiError(400, f"Malformed multipart body: {e}") from e
+        raise InvalidRequest(f"Malformed multipart body: {e}") from e
     if "request" not in parts:
-        raise ApiError(400, "multipart/form-data needs a part named 'request' holding the JSON request.")
+        raise InvalidRequest("multipart/form-data needs a part named 'request' holding the JSON request.")
     return parse_json(parts.pop("request")), parts

@@ -8,6 +8,7 @@ against a meta-device instantiation in the tests); the runtime items use the for
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -15,9 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from app.settings import Settings
+    from deploy.settings import EngineSettings
 
 GiB = 2**30
+# The 26B-A4B text architecture (reconstructed from public configs): `dgemma fit` with no checkpoint.
+BIG_CONFIG = Path(__file__).resolve().parent / "models" / "diffusiongemma-26b-a4b.config.json"
 Scheme = Literal["bf16", "w4a16"]
 # What an L4 exposes to CUDA (nvidia-smi: 23,034 MiB) and a typical context + cuBLAS/Triton workspace.
 GPUS: dict[str, float] = {"l4": 23034 / 1024, "a100-40gb": 40960 / 1024 * 0.98, "h100-80gb": 81559 / 1024}
@@ -255,7 +258,7 @@ def quantization_of(config: dict[str, Any]) -> tuple[Scheme, int]:
     return "w4a16", int(weights.get("group_size") or 64)
 
 
-def profile_for(settings: Settings, config: dict[str, Any]) -> Profile:
+def profile_for(settings: EngineSettings, config: dict[str, Any]) -> Profile:
     """The serving profile the settings ask for, with the checkpoint's own quantization."""
     scheme, group_size = quantization_of(config)
     return Profile(
@@ -267,3 +270,15 @@ def profile_for(settings: Settings, config: dict[str, Any]) -> Profile:
         scheme=scheme,
         group_size=group_size,
     )
+
+
+def fit(settings: EngineSettings, checkpoint: Path | None = None, **overrides: Any) -> Budget:
+    """The budget of a checkpoint (default: the 26B-A4B as W4A16 g64) under the engine settings,
+    with `Profile` fields overridden where given (None: not given). Raises FitError on a profile
+    it cannot size; whether it fits is `check_fits`'s question."""
+    config = load_config(checkpoint or BIG_CONFIG)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if checkpoint is None:  # the unquantized 26B-A4B config: size the published W4A16 recipe
+        given = {"scheme": "w4a16", "group_size": 64} | given
+    profile = dataclasses.replace(profile_for(settings, config), **given)
+    return budget(Arch.from_config(config), profile)

@@ -1,8 +1,9 @@
-"""The one process supervisor: engine first, then the gateway; it owns signals and shutdown.
+"""The one process supervisor: weights, then the engine, then the gateway; it owns signals and shutdown.
 
-Same code for `make dev` and the container. If either child exits on its own, the supervisor stops
-the other and exits non-zero (so Cloud Run replaces the instance). On SIGTERM/SIGINT it stops the
-gateway first (uvicorn finishes in-flight requests), then the engine, each within the grace budget.
+Same code for `make dev` and the container. Each step is a child process in a session of its own,
+so SIGTERM interrupts any of them, including a weights download. If a child exits on its own, the
+supervisor stops the rest and exits non-zero (so Cloud Run replaces the instance). On SIGTERM/SIGINT
+it stops the gateway first (uvicorn finishes in-flight requests), then the engine, within the grace.
 """
 
 from __future__ import annotations
@@ -10,21 +11,29 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-import httpx
-
-from app.settings import FLASHINFER_REFUSAL, Settings
+from app.config import ConfigError, redacted, to_env
+from app.polling import wait_http_ok, wait_until
+from app.settings import GatewaySettings
+from deploy.settings import ENGINE_DIR, FLASHINFER_REFUSAL, EngineSettings, SupervisorSettings
 
 log = logging.getLogger("deploy.supervisor")
-ENGINE_DIR = Path(__file__).resolve().parent / "engine"
+# The one line that says the stack is up; the local-stack harness waits for it on stdout.
+READY_PREFIX = "dgemma ready:"
+
+
+class StartRefused(RuntimeError):
+    """A step before the engine (weights) failed: the instance must not serve."""
 
 
 @dataclass
@@ -33,21 +42,34 @@ class Child:
     argv: list[str]
     env: dict[str, str]
     log_path: Path | None = None
+    relay: bool = False  # re-emit the child's output as JSON log lines (logger `deploy.<name>`)
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    recent: deque[str] = field(default_factory=lambda: deque(maxlen=30), repr=False)  # relayed lines
     _log_file: IO[bytes] | None = field(default=None, repr=False)
+    _relay: threading.Thread | None = field(default=None, repr=False)
 
     def start(self) -> None:
+        stdout: IO[bytes] | int | None = None
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_file = self.log_path.open("ab")
+            stdout = self._log_file
+        elif self.relay:
+            stdout = subprocess.PIPE
         # A session of its own, so the whole tree (vLLM forks engine-core and workers) can be stopped.
         self.proc = subprocess.Popen(
             self.argv,
             env=self.env,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT if self._log_file else None,
+            stdout=stdout,
+            stderr=subprocess.STDOUT if stdout is not None else None,
             start_new_session=True,
         )
+        if self.relay and self._log_file is None:
+            relay = logging.getLogger(f"deploy.{self.name}")
+            self._relay = threading.Thread(
+                target=relay_output, args=(self.proc, relay, self.recent), daemon=True
+            )
+            self._relay.start()
         log.info("started %s (pid %d)", self.name, self.proc.pid)
 
     def exited(self) -> int | None:
@@ -69,7 +91,12 @@ class Child:
             self._log_file.close()
 
     def log_tail(self, lines: int = 30) -> str:
-        if self.log_path is None or not self.log_path.exists():
+        """The child's last lines of output (from its log file, or as relayed)."""
+        if self.log_path is None:
+            if self._relay is not None:
+                self._relay.join(timeout=2)  # the relay drains the pipe after the child exits
+            return "\n".join(list(self.recent)[-lines:])
+        if not self.log_path.exists():
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
@@ -79,23 +106,79 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
-def cpu_engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
+# vLLM: "(EngineCore pid=12) INFO 11-30 06:21:15 [core.py:133] message"; torch: "[W1130 06:21:21 ...]".
+_VLLM_LINE = re.compile(
+    r"^(?:\((?P<process>[\w-]+) pid=\d+\)\s+)?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
+    r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[(?P<source>[^\]]+)\]\s?(?P<message>.*)$"
+)
+_TORCH_LINE = re.compile(r"^\[(?P<level>[IWEF])\d{4} ")
+_TORCH_LEVELS = {"I": logging.INFO, "W": logging.WARNING, "E": logging.ERROR, "F": logging.CRITICAL}
+
+
+def parse_vllm_line(line: str, previous: int) -> tuple[int, str, dict[str, str]]:
+    """(level, message, extra fields) of one line of vLLM's output. A line without a level of its
+    own (a traceback, a progress bar) keeps the previous line's level; a traceback starts an ERROR."""
+    m = _VLLM_LINE.match(line)
+    if m:
+        extra = {"source": str(m["source"])} | ({"vllm_process": str(m["process"])} if m["process"] else {})
+        return logging.getLevelNamesMapping()[m["level"]], str(m["message"]), extra
+    t = _TORCH_LINE.match(line)
+    if t:
+        return _TORCH_LEVELS[t["level"]], line, {}
+    if line.startswith("Traceback (most recent call last)"):
+        return logging.ERROR, line, {}
+    return previous, line, {}
+
+
+def relay_output(proc: subprocess.Popen[bytes], logger: logging.Logger, recent: deque[str]) -> None:
+    """Re-emit a child's output as JSON log lines (severity from vLLM's own level), so Cloud
+    Logging files it like the gateway's; keep the last lines in `recent`."""
+    assert proc.stdout is not None
+    level = logging.INFO
+    for raw in proc.stdout:
+        line = raw.decode("utf-8", errors="replace").rstrip()
+        if not line:
+            continue
+        recent.append(line)
+        level, message, extra = parse_vllm_line(line, level)
+        if not message.strip():  # the blank lines of vLLM's banner
+            continue
+        try:
+            logger.log(level, "%s", message, extra=extra)
+        except Exception:  # never stop draining the pipe: a full pipe would stall the engine
+            logger.error("%s", line)
+
+
+def engine_command(gateway: GatewaySettings, engine: EngineSettings) -> tuple[list[str], dict[str, str]]:
+    """The engine's argv and extra environment for the configured mode; refuses FlashInfer and,
+    on the GPU, a profile that cannot fit (FitError)."""
+    if "FLASHINFER" in os.environ.get("VLLM_ATTENTION_BACKEND", "").upper():
+        raise ConfigError(FLASHINFER_REFUSAL)
+    # What both modes share: the names requests may use, an internal address, and raw logprobs,
+    # without which vLLM does not enable /v1/systemone.
+    common = [
+        "--served-model-name", *gateway.model_names,
+        "--host", "127.0.0.1",
+        "--port", str(engine.engine_port),
+        "--logprobs-mode", "raw_logprobs",
+        # Text only: the local tiny model has no vision tower, and vLLM 0.32's decisions take no images.
+        "--language-model-only",
+    ]  # fmt: skip
+    if engine.engine_mode == "gpu":
+        return _gpu_command(engine, common)
+    return _cpu_command(engine, common)
+
+
+def _cpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], dict[str, str]]:
     """vLLM on CPU through the Triton-interpreter launcher (local stack and CI)."""
     argv = [
-        str(settings.engine_python),
-        str(ENGINE_DIR / "cpu_launcher.py"),
-        "--model", str(settings.model_dir),
-        "--served-model-name", settings.served_model,
-        # /v1/systemone is enabled only with raw (or processed) logprobs.
-        "--logprobs-mode", "raw_logprobs",
-        "--host", "127.0.0.1",
-        "--port", str(settings.engine_port),
-        "--max-model-len", str(settings.engine_max_model_len),
-        "--dtype", settings.engine_dtype,
+        str(engine.engine_python), str(ENGINE_DIR / "cpu_launcher.py"),
+        "--model", str(engine.model_dir),
+        *common,
+        "--max-model-len", str(engine.engine_max_model_len),
+        "--dtype", engine.engine_dtype,
         # Inductor compilation would add ~40 s to start and ~20 s to the first read on 2 cores.
         "--enforce-eager",
-        # The tiny model has no vision tower; without this vLLM's multimodal budget crashes.
-        "--language-model-only",
         # vLLM checks free memory per NUMA node; 0.3 passes on a 24 GiB machine.
         "--gpu-memory-utilization", "0.3",
     ]  # fmt: skip
@@ -109,21 +192,17 @@ def cpu_engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
     return argv, env
 
 
-def gpu_engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
+def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], dict[str, str]]:
     """`vllm serve` in the CUDA image, sized by the fit profile of the checkpoint's config.json."""
     from deploy.fit import Arch, budget, check_fits, load_config, profile_for, vllm_flags
 
-    config = load_config(settings.model_dir)
-    fitted = budget(Arch.from_config(config), profile_for(settings, config))
+    config = load_config(engine.model_dir)
+    fitted = budget(Arch.from_config(config), profile_for(engine, config))
     check_fits(fitted)  # refuse to start rather than die later in vLLM's memory profiling
     argv = [
-        "vllm", "serve", str(settings.model_dir),
-        "--served-model-name", *settings.model_names,
-        "--host", "127.0.0.1",
-        "--port", str(settings.engine_port),
-        "--logprobs-mode", "raw_logprobs",
-        "--attention-backend", settings.engine_attention_backend,
-        "--language-model-only",
+        "vllm", "serve", str(engine.model_dir),
+        *common,
+        "--attention-backend", engine.engine_attention_backend,
         "--enable-prefix-caching",
         *vllm_flags(fitted),
     ]  # fmt: skip
@@ -131,29 +210,42 @@ def gpu_engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
     return argv, env
 
 
-def engine_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
-    """The engine's argv and extra environment for the configured mode; refuses FlashInfer."""
-    if "FLASHINFER" in os.environ.get("VLLM_ATTENTION_BACKEND", "").upper():
-        raise ValueError(FLASHINFER_REFUSAL)
-    return gpu_engine_command(settings) if settings.engine_mode == "gpu" else cpu_engine_command(settings)
+def weights_command(settings: SupervisorSettings) -> list[str]:
+    """Download (weights_url) or verify (baked) the checkpoint: a child, so SIGTERM can stop it."""
+    cli = [sys.executable, "-m", "deploy.cli", "weights"]
+    if settings.weights_url:
+        return [*cli, "download", settings.weights_url, str(settings.model_dir)]
+    return [*cli, "verify", str(settings.model_dir)]
 
 
 class Supervisor:
-    def __init__(self, settings: Settings, *, engine_log: Path | None = None) -> None:
+    def __init__(
+        self,
+        gateway: GatewaySettings,
+        settings: SupervisorSettings,
+        *,
+        weights: bool = True,
+        engine_log_path: Path | None = None,
+    ) -> None:
+        """`weights`: check (or download) the checkpoint first. `engine_log_path`: vLLM's output to a
+        file (dev) instead of JSON lines on stderr."""
         self.settings = settings
-        argv, engine_env = engine_command(settings)
-        self.engine = Child("engine", argv, {**os.environ, **engine_env}, log_path=engine_log)
-        gateway_env = {
-            **os.environ,
-            "DGEMMA_ENGINE_URL": f"http://127.0.0.1:{settings.engine_port}",
-            "DGEMMA_SERVED_MODEL": settings.served_model,
-            "DGEMMA_MODEL_DESCRIPTION": settings.model_description,
-            "PORT": str(settings.port),
-        }
+        # The gateway reads through the engine this supervisor starts.
+        self.gateway_settings = gateway.model_copy(
+            update={"engine_url": f"http://127.0.0.1:{settings.engine_port}"}
+        )
+        argv, engine_env = engine_command(gateway, settings)
+        self.weights = (
+            Child("weights", weights_command(settings), dict(os.environ), relay=True) if weights else None
+        )
+        self.engine = Child(
+            "engine", argv, {**os.environ, **engine_env}, log_path=engine_log_path, relay=True
+        )
+        drain_s = max(1, int(settings.shutdown_grace_s) - 2)
         self.gateway = Child(
             "gateway",
-            [sys.executable, "-m", "deploy.cli", "serve", "--host", settings.host],
-            gateway_env,
+            [sys.executable, "-m", "deploy.cli", "serve", "--drain-seconds", str(drain_s)],
+            {**os.environ, **to_env(self.gateway_settings)},
         )
         self._stop = threading.Event()
 
@@ -162,28 +254,36 @@ class Supervisor:
         self._stop.set()
 
     def run(self) -> int:
-        """Start both, wait for readiness, supervise. Returns the process exit code."""
+        """Weights, engine, gateway, then supervise. Returns the process exit code; raises
+        StartRefused when the weights step fails."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
+        log.info(
+            "configuration",
+            extra={"supervisor": redacted(self.settings), "gateway": redacted(self.gateway_settings)},
+        )
         started = time.monotonic()
         try:
+            if self.weights is not None:
+                code = self._run_to_end(self.weights)
+                if self._stop.is_set():
+                    return 0
+                if code != 0:
+                    raise StartRefused(
+                        f"the weights in {self.settings.model_dir} are not usable; the engine was not "
+                        f"started. The weights step (exit {code}) said: {self.weights.log_tail(5)}"
+                    )
+                log.info("weights ready in %.1f s", time.monotonic() - started)
             self.engine.start()
-            if not self._wait_healthy(
-                self.engine,
-                f"http://127.0.0.1:{self.settings.engine_port}/health",
-                self.settings.engine_startup_timeout_s,
-            ):
+            engine_url = f"http://127.0.0.1:{self.settings.engine_port}/health"
+            if not self._wait_healthy(self.engine, engine_url, self.settings.engine_startup_timeout_s):
                 return 0 if self._stop.is_set() else 1
             engine_s = time.monotonic() - started
             self.gateway.start()
-            if not self._wait_healthy(self.gateway, f"http://127.0.0.1:{self.settings.port}/readyz", 60):
+            ready_url = f"http://127.0.0.1:{self.gateway_settings.port}/readyz"
+            if not self._wait_healthy(self.gateway, ready_url, 60):
                 return 0 if self._stop.is_set() else 1
-            url = f"http://{_display_host(self.settings.host)}:{self.settings.port}"
-            print(
-                f"dgemma ready: {url} (model {self.settings.served_model}; engine up in {engine_s:.0f} s, "
-                f"total {time.monotonic() - started:.0f} s)",
-                flush=True,
-            )
+            self._announce(engine_s, time.monotonic() - started)
             while not self._stop.wait(0.2):
                 for child in (self.engine, self.gateway):
                     code = child.exited()
@@ -194,32 +294,41 @@ class Supervisor:
         finally:
             self.shutdown()
 
+    def _announce(self, engine_s: float, total_s: float) -> None:
+        host = self.gateway_settings.host
+        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.gateway_settings.port}"
+        model = self.gateway_settings.served_model
+        line = f"{READY_PREFIX} {url} (model {model}; engine up in {engine_s:.0f} s, total {total_s:.0f} s)"
+        # The one plain line on stdout: people and the local-stack harness wait for it.
+        print(line, flush=True)
+
     def shutdown(self) -> None:
         """Gateway first (it drains in-flight decisions), then the engine, within the grace budget."""
         deadline = time.monotonic() + self.settings.shutdown_grace_s
+        if self.weights is not None:
+            self.weights.stop(grace_s=1.0)
         self.gateway.stop(grace_s=max(1.0, deadline - time.monotonic() - 2.0))
         self.engine.stop(grace_s=max(1.0, deadline - time.monotonic()))
         log.info("stopped")
 
+    def _run_to_end(self, child: Child) -> int | None:
+        """Run a child to its end, unless a signal comes first; its exit code, or None."""
+        child.start()
+        wait_until(lambda: child.exited() is not None, float("inf"), interval_s=0.2, abort=self._stop.is_set)
+        return child.exited()
+
     def _wait_healthy(self, child: Child, url: str, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not self._stop.is_set():
-            code = child.exited()
-            if code is not None:
-                log.error(
-                    "%s exited with code %s before it was ready\n%s", child.name, code, child.log_tail()
-                )
-                return False
-            try:
-                if httpx.get(url, timeout=2.0).status_code == 200:
-                    return True
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        if not self._stop.is_set():
-            log.error("%s not healthy after %.0f s\n%s", child.name, timeout_s, child.log_tail())
+        def gone() -> bool:
+            return self._stop.is_set() or child.exited() is not None
+
+        healthy = wait_http_ok(url, timeout_s, abort=gone)
+        if healthy or self._stop.is_set():
+            return healthy
+        code = child.exited()
+        why = (
+            f"exited with code {code} before it was ready"
+            if code is not None
+            else f"not healthy after {timeout_s:.0f} s"
+        )
+        log.error("%s %s\n%s", child.name, why, child.log_tail())
         return False
-
-
-def _display_host(host: str) -> str:
-    return "127.0.0.1" if host in ("0.0.0.0", "") else host

@@ -13,11 +13,14 @@ import datetime as dt
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import requests
 from google.api_core import exceptions as gexc
+from google.auth import exceptions as auth_exc
 from google.cloud import storage
 from google.cloud.storage import transfer_manager
 
@@ -28,6 +31,45 @@ Progress = Callable[[int], None]  # called with bytes done
 
 class WeightsError(RuntimeError):
     """The checkpoint is not usable; the message names the object or file."""
+
+
+def _refusal(where: str, e: BaseException) -> WeightsError | None:
+    """A Google Cloud, auth or local I/O failure as a WeightsError naming `where` and what to do."""
+    if isinstance(e, gexc.Forbidden):
+        return WeightsError(
+            f"permission denied on {where}: {e.message}. The identity needs roles/storage.objectViewer "
+            "on the bucket (roles/storage.objectAdmin to upload)."
+        )
+    if isinstance(e, gexc.NotFound):
+        return WeightsError(f"not found: {where} ({e.message})")
+    if isinstance(e, gexc.GoogleAPIError):
+        return WeightsError(f"Cloud Storage refused {where}: {e}")
+    if isinstance(e, auth_exc.DefaultCredentialsError):
+        return WeightsError(
+            f"no Google credentials for {where}: on Cloud Run the service account provides them; elsewhere "
+            "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
+        )
+    if isinstance(e, auth_exc.GoogleAuthError):
+        return WeightsError(f"Google authentication failed for {where}: {e}")
+    if isinstance(e, requests.RequestException):
+        return WeightsError(f"Cloud Storage is not reachable for {where}: {e}")
+    if isinstance(e, OSError):  # the local side: disk full, permissions
+        return WeightsError(f"{where}: {e}")
+    return None
+
+
+@contextmanager
+def _named_refusals(where: str) -> Iterator[None]:
+    """Failures `_refusal` knows become named WeightsErrors instead of tracebacks."""
+    try:
+        yield
+    except WeightsError:
+        raise
+    except Exception as e:
+        refusal = _refusal(where, e)
+        if refusal is None:
+            raise
+        raise refusal from e
 
 
 @dataclass(frozen=True)
@@ -90,6 +132,11 @@ def _blob_name(prefix: str, name: str) -> str:
 
 def upload(src: Path, url: str, client: storage.Client, *, workers: int = 8) -> Manifest:
     """Upload a checkpoint directory and write its manifest last."""
+    with _named_refusals(url):
+        return _upload(src, url, client, workers)
+
+
+def _upload(src: Path, url: str, client: storage.Client, workers: int) -> Manifest:
     bucket_name, prefix = parse_gs(url)
     bucket = client.bucket(bucket_name)
     manifest = build_manifest(src)
@@ -113,12 +160,13 @@ def upload(src: Path, url: str, client: storage.Client, *, workers: int = 8) -> 
 def fetch_manifest(url: str, client: storage.Client) -> Manifest:
     bucket_name, prefix = parse_gs(url)
     where = f"gs://{bucket_name}/{_blob_name(prefix, MANIFEST)}"
-    try:
-        text = client.bucket(bucket_name).blob(_blob_name(prefix, MANIFEST)).download_as_text()
-    except gexc.NotFound as e:
-        raise WeightsError(
-            f"no manifest at {where}: upload the checkpoint with `dgemma weights upload`"
-        ) from e
+    with _named_refusals(where):
+        try:
+            text = client.bucket(bucket_name).blob(_blob_name(prefix, MANIFEST)).download_as_text()
+        except gexc.NotFound as e:
+            raise WeightsError(
+                f"no manifest at {where}: upload the checkpoint with `dgemma weights upload`"
+            ) from e
     return Manifest.from_json(text, where)
 
 
@@ -152,6 +200,19 @@ def download(
 ) -> DownloadReport:
     """Download a checkpoint into `dst`, skipping files that already match the manifest
     (fetched here unless the caller already has it)."""
+    with _named_refusals(url):
+        return _download(url, dst, client, workers, slice_bytes, progress, manifest)
+
+
+def _download(
+    url: str,
+    dst: Path,
+    client: storage.Client,
+    workers: int,
+    slice_bytes: int,
+    progress: Progress | None,
+    manifest: Manifest | None,
+) -> DownloadReport:
     bucket_name, prefix = parse_gs(url)
     bucket = client.bucket(bucket_name)
     manifest = manifest or fetch_manifest(url, client)
@@ -210,9 +271,10 @@ def _partial(dst: Path, entry: Entry) -> Path:
 
 
 def _fail(bucket: str, name: str, error: Exception) -> None:
+    where = f"gs://{bucket}/{name}"
     if isinstance(error, gexc.NotFound):
-        raise WeightsError(f"gs://{bucket}/{name} is in the manifest but missing from the bucket") from error
-    raise WeightsError(f"download of gs://{bucket}/{name} failed: {error}") from error
+        raise WeightsError(f"{where} is in the manifest but missing from the bucket") from error
+    raise (_refusal(where, error) or WeightsError(f"download of {where} failed: {error}")) from error
 
 
 def _accept(dst: Path, entry: Entry, bucket: str, name: str) -> None:
@@ -243,4 +305,5 @@ def client_from_env(project: str | None = None) -> storage.Client:
 
         anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]
         return storage.Client(project=project or "local", credentials=anonymous)
-    return storage.Client(project=project)
+    with _named_refusals("Cloud Storage"):
+        return storage.Client(project=project)

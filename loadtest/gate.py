@@ -1,11 +1,15 @@
-"""`dgemma loadtest`: the rollout gate. Warm-up (cold start measured apart), then Locust headless in two
-phases (single-step latency at 1 user, batch@32 throughput), then the gateway's overhead against the
-raw engine; reports (Locust CSV + HTML, a PNG chart, a markdown summary) and an exit code.
+"""The rollout gate behind `dgemma loadtest`: warm-up (cold start measured apart), then Locust headless
+in two phases (single-step latency at 1 user, batch@32 throughput), then the gateway's overhead against
+the raw engine; reports (Locust CSV + HTML, a PNG chart, a markdown summary) and a verdict.
+
+A library: URLs and credentials in, numbers and reports out. It raises ProfileError (a bad profile or
+override) and GateError (the gate could not measure); a missed target is a result, not an error.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import os
 import subprocess
@@ -19,12 +23,23 @@ from typing import Any
 import httpx
 from rich.console import Console
 
-from loadtest.corpus import ALERTS, decision_body
+from app.polling import wait_until
+from loadtest import overhead as bench
+from loadtest.corpus import ALERTS, QUESTIONS, decision_body
+from loadtest.settings import LoadtestSettings
 from loadtest.validate import problem
 
 PROFILES = Path(__file__).parent / "profiles.toml"
 LOCUSTFILE = Path(__file__).parent / "locustfile.py"
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
+
+
+class ProfileError(ValueError):
+    """An unknown profile or target, or an override that is not a number."""
+
+
+class GateError(RuntimeError):
+    """The gate could not measure: no valid decision in the warm-up, or Locust failed."""
 
 
 @dataclass
@@ -43,8 +58,33 @@ class Profile:
     def load(cls, name: str, path: Path = PROFILES) -> Profile:
         profiles = tomllib.loads(path.read_text())
         if name not in profiles:
-            raise SystemExit(f"unknown profile {name!r}; {path} has: {', '.join(profiles)}")
+            raise ProfileError(f"unknown profile {name!r}; {path} has: {', '.join(profiles)}")
         return cls(name=name, **profiles[name])
+
+    def overridden(
+        self,
+        targets: list[str] = [],  # noqa: B006 - read only
+        latency_seconds: int | None = None,
+        throughput_seconds: int | None = None,
+    ) -> Profile:
+        """This profile with `NAME=VALUE` target overrides and phase lengths (None: unchanged)."""
+        new_targets = dict(self.targets)
+        for override in targets:
+            name, _, value = override.partition("=")
+            if name not in self.targets:
+                raise ProfileError(f"unknown target {name!r}; known: {', '.join(self.targets)}")
+            try:
+                limit = float(value)
+            except ValueError as e:
+                raise ProfileError(f"target {name}: {value!r} is not a number") from e
+            bound = "max" if "max" in self.targets[name] else "min"
+            new_targets[name] = {bound: limit, "source": "command line override"}
+        return dataclasses.replace(
+            self,
+            targets=new_targets,
+            latency_seconds=latency_seconds or self.latency_seconds,
+            throughput_seconds=throughput_seconds or self.throughput_seconds,
+        )
 
 
 @dataclass
@@ -56,46 +96,47 @@ class Phase:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
-def warm_up(host: str, timeout_s: float) -> float:
+def warm_up(host: str, auth: LoadtestSettings, timeout_s: float) -> float:
     """Seconds until /readyz is 200 and one decision validates (the cold start, outside the SLO)."""
     start = time.monotonic()
     body = decision_body(ALERTS[0], "throughput")
-    last = "no answer"
-    with httpx.Client(base_url=host, timeout=60, headers={"authorization": "Bearer loadtest"}) as http:
-        while time.monotonic() - start < timeout_s:
-            try:
-                if http.get("/readyz").status_code == 200:
-                    r = http.post("/v1/systemone", json=body)
-                    why = (
-                        problem(r.json(), body["questions"])
-                        if r.status_code == 200
-                        else f"HTTP {r.status_code}"
-                    )
-                    if why is None:
-                        return time.monotonic() - start
-                    last = why
-            except (httpx.HTTPError, ValueError) as e:
-                last = type(e).__name__
-            time.sleep(1.0)
-    raise SystemExit(f"warm-up: no valid decision from {host} within {timeout_s:.0f} s (last: {last})")
+    last = ["no answer"]
+
+    def valid_decision(http: httpx.Client) -> bool:
+        try:
+            if http.get("/readyz").status_code != 200:
+                last[0] = "not ready"
+                return False
+            r = http.post("/v1/systemone", json=body)
+            why = problem(r.json(), body["questions"]) if r.status_code == 200 else f"HTTP {r.status_code}"
+        except (httpx.HTTPError, ValueError) as e:
+            why = type(e).__name__
+        if why is not None:
+            last[0] = why
+        return why is None
+
+    with httpx.Client(base_url=host, timeout=60, headers=auth.headers()) as http:
+        if wait_until(lambda: valid_decision(http), timeout_s, interval_s=1.0):
+            return time.monotonic() - start
+    raise GateError(f"warm-up: no valid decision from {host} within {timeout_s:.0f} s (last: {last[0]})")
 
 
-def run_locust(host: str, phase: Phase, profile: Profile, out: Path) -> None:
-    env = {
-        **os.environ,
-        "DGEMMA_LOADTEST_PHASE": phase.name,
-        "DGEMMA_LOADTEST_READ_POLICY": profile.read_policy,
-    }
+def run_locust(host: str, phase: Phase, profile: Profile, out: Path, auth: LoadtestSettings) -> None:
+    """One Locust run, headless; its CSVs and HTML land in `out` (an absolute path)."""
+    env = {**os.environ}
+    if auth.loadtest_api_key:  # the users read the same section
+        env["DGEMMA_LOADTEST_API_KEY"] = auth.loadtest_api_key.get_secret_value()
     cmd = [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--host", host,
         "-u", str(phase.users), "-r", str(phase.users), "-t", f"{phase.seconds}s",
+        "--phase", phase.name, "--read-policy", profile.read_policy,
         "--csv", str(out / phase.name), "--csv-full-history", "--html", str(out / f"{phase.name}.html"),
         "--only-summary", "--stop-timeout", "10", "--exit-code-on-error", "0", "--loglevel", "WARNING",
     ]  # fmt: skip
     with console.status(f"{phase.name}: {phase.users} user(s) for {phase.seconds} s"):
-        done = subprocess.run(cmd, env=env, cwd=Path(__file__).parent.parent, capture_output=True, text=True)
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
-        raise SystemExit(f"locust failed in the {phase.name} phase:\n{done.stderr[-3000:]}")
+        raise GateError(f"locust failed in the {phase.name} phase:\n{done.stderr[-3000:]}")
     phase.stats = _aggregated(out / f"{phase.name}_stats.csv")
     with (out / f"{phase.name}_stats_history.csv").open() as f:
         phase.history = [
@@ -193,7 +234,7 @@ def summary(
     measured: dict[str, float],
     missed: list[str],
     cold_start_s: float,
-    overhead: dict[str, float] | None,
+    overhead: bench.Overhead | None,
 ) -> str:
     per_1000 = profile.hourly_price_usd / max(1e-9, measured["throughput_decisions_per_s"] * 3600) * 1000
     lines = [
@@ -214,11 +255,7 @@ def summary(
         f"{measured['throughput_decisions_per_s']:.3g} decisions/s: ${per_1000:.4f}",
     ]
     if overhead:
-        lines.append(
-            f"- gateway overhead vs the raw engine (same requests, interleaved): "
-            f"p50 x{overhead['p50_ratio']:.3f}, "
-            f"p95 x{overhead['p95_ratio']:.3f} ({overhead['p50_added_ms']:+.1f} ms at the median)"
-        )
+        lines.append(f"- gateway overhead vs the raw engine (same requests, interleaved): {overhead}")
     if missed:
         lines += ["", "Missed:", *[f"- {m}" for m in missed]]
     return "\n".join(lines) + "\n"
@@ -229,30 +266,25 @@ def run(
     profile: Profile,
     out: Path,
     *,
+    auth: LoadtestSettings | None = None,
     engine_url: str | None = None,
-    engine_model: str = "dgemma-tiny-random",
     warmup_timeout_s: float = 900,
-) -> int:
+) -> list[str]:
+    """Run the gate against `host`; the missed targets (empty: pass). Reports land in `out`."""
+    auth = auth or LoadtestSettings()
+    out = out.resolve()  # one meaning, whatever directory Locust or the caller runs in
     out.mkdir(parents=True, exist_ok=True)
-    cold_start = warm_up(host, warmup_timeout_s)
+    cold_start = warm_up(host, auth, warmup_timeout_s)
     console.print(f"warm: {cold_start:.1f} s to the first valid decision")
     latency = Phase("latency", 1, profile.latency_seconds)
     throughput = Phase("throughput", profile.users, profile.throughput_seconds)
     for phase in (latency, throughput):
-        run_locust(host, phase, profile, out)
-    measured = measurements(latency, throughput, questions=3)
+        run_locust(host, phase, profile, out, auth)
+    measured = measurements(latency, throughput, questions=len(QUESTIONS))
     overhead = None
     if engine_url:
-        from loadtest.overhead import percentile
-        from loadtest.overhead import run as overhead_run
-
-        times = overhead_run(host, engine_url, engine_model, profile.overhead_rounds)
-        e, g = times["engine"], times["gateway"]
-        overhead = {
-            "p50_ratio": percentile(g, 50) / percentile(e, 50),
-            "p95_ratio": percentile(g, 95) / percentile(e, 95),
-            "p50_added_ms": (percentile(g, 50) - percentile(e, 50)) * 1000,
-        }
+        times = bench.run(host, engine_url, profile.overhead_rounds, auth)
+        overhead = bench.ratios(times)
     missed = check(profile.targets, measured)
     chart(latency, throughput, out / "chart.png")
     text = summary(profile, host, measured, missed, cold_start, overhead)
@@ -260,4 +292,4 @@ def run(
     print(text)
     for m in missed:
         console.print(f"[red]missed:[/] {m}")
-    return 1 if missed else 0
+    return missed

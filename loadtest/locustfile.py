@@ -1,23 +1,30 @@
 """Locust users for the gate: alert-classification decisions, every response body validated.
 
-Run by `dgemma loadtest` (one Locust process per phase); the phase comes from the environment:
-DGEMMA_LOADTEST_PHASE=latency (one question per request) or throughput (the three alert questions),
-DGEMMA_LOADTEST_READ_POLICY (default single). Debug one user with `python loadtest/locustfile.py`.
+Run by `dgemma loadtest` (one Locust process per phase) with `--phase latency` (one question per
+request) or `--phase throughput` (the three alert questions) and `--read-policy`; the bearer token
+comes from the gate's settings (DGEMMA_LOADTEST_API_KEY). Debug one user with
+`python loadtest/locustfile.py`.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 import random
+from typing import Any
 
-from locust import FastHttpUser, constant, task
+from locust import FastHttpUser, constant, events, task
 
 from loadtest.corpus import ALERTS, decision_body
+from loadtest.settings import LoadtestSettings
 from loadtest.validate import problem
 
-PHASE = os.environ.get("DGEMMA_LOADTEST_PHASE", "throughput")
-READ_POLICY = os.environ.get("DGEMMA_LOADTEST_READ_POLICY", "single")
+
+def _arguments(parser: Any) -> None:
+    parser.add_argument("--phase", choices=["latency", "throughput"], default="throughput")
+    parser.add_argument("--read-policy", choices=["single", "adaptive", "debias"], default="single")
+
+
+events.init_command_line_parser.add_listener(_arguments)  # type: ignore[no-untyped-call]
 
 
 class AlertDecisionUser(FastHttpUser):
@@ -29,16 +36,19 @@ class AlertDecisionUser(FastHttpUser):
         alerts = ALERTS[:]
         random.Random(id(self)).shuffle(alerts)
         self._alerts = itertools.cycle(alerts)
-        self._headers = {"Authorization": f"Bearer {os.environ.get('DGEMMA_LOADTEST_KEY', 'loadtest')}"}
+        self._headers = LoadtestSettings().headers()
+        options = self.environment.parsed_options
+        self._phase = getattr(options, "phase", "throughput")
+        self._read_policy = getattr(options, "read_policy", "single")
 
     @task
     def decide(self) -> None:
-        body = decision_body(next(self._alerts), PHASE, READ_POLICY)
+        body = decision_body(next(self._alerts), self._phase, self._read_policy)
         with self.client.post(
             "/v1/systemone",
             json=body,
             headers=self._headers,
-            name=f"systemone [{PHASE}]",
+            name=f"systemone [{self._phase}]",
             catch_response=True,
         ) as resp:
             if resp.status_code != 200:

@@ -2,19 +2,18 @@
 
 Requests alternate between the two paths (and which goes first alternates each round), so both
 see the same machine state; the output is p50/p95 of each and the overhead ratio, measured side by
-side in one run. Without --gateway/--engine it starts the local stack itself (`dgemma dev`).
+side in one run. `make bench` starts the local stack and runs this against it.
 
-    python -m loadtest.overhead [--rounds 40] [--gateway URL --engine URL] [--plot reports/overhead.png]
+    python -m loadtest.overhead --gateway URL --engine URL [--rounds 40] [--plot reports/overhead.png]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
-from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,11 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from deploy.localstack import local_stack
 from loadtest.corpus import ALERTS, QUESTIONS, decision_body
+from loadtest.settings import LoadtestSettings
 
 console = Console()
+Times = dict[str, list[float]]  # seconds per request, by path ("engine", "gateway")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -36,9 +36,41 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
-def run(gateway: str, engine: str, model: str, rounds: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"engine": [], "gateway": []}
-    headers = {"authorization": f"Bearer {os.environ.get('DGEMMA_BENCH_KEY', 'bench')}"}
+@dataclass(frozen=True)
+class Overhead:
+    """The gateway against the raw engine, on the same requests."""
+
+    p50_ratio: float
+    p95_ratio: float
+    p50_added_ms: float
+
+    def __str__(self) -> str:
+        return (
+            f"p50 x{self.p50_ratio:.3f}, p95 x{self.p95_ratio:.3f} "
+            f"({self.p50_added_ms:+.1f} ms at the median)"
+        )
+
+
+def ratios(times: Times) -> Overhead:
+    e, g = times["engine"], times["gateway"]
+    return Overhead(
+        p50_ratio=percentile(g, 50) / percentile(e, 50),
+        p95_ratio=percentile(g, 95) / percentile(e, 95),
+        p50_added_ms=(percentile(g, 50) - percentile(e, 50)) * 1000,
+    )
+
+
+def engine_model(engine: str) -> str:
+    """The name vLLM serves, from its OpenAI-compatible `/v1/models` (the first is the served name)."""
+    r = httpx.get(f"{engine}/v1/models", timeout=10)
+    r.raise_for_status()
+    return str(r.json()["data"][0]["id"])
+
+
+def run(gateway: str, engine: str, rounds: int, auth: LoadtestSettings | None = None) -> Times:
+    model = engine_model(engine)
+    times: Times = {"engine": [], "gateway": []}
+    headers = (auth or LoadtestSettings()).headers()
     with httpx.Client(timeout=120, headers=headers) as http, Progress(console=console) as progress:
         task = progress.add_task("alternating requests", total=rounds)
 
@@ -68,7 +100,7 @@ def run(gateway: str, engine: str, model: str, rounds: int) -> dict[str, list[fl
     return times
 
 
-def report(times: dict[str, list[float]], plot: Path | None) -> None:
+def report(times: Times, plot: Path | None) -> None:
     table = Table(title="3-question alert decisions (same requests, alternating)")
     for col in ("path", "n", "p50 ms", "p95 ms", "mean ms"):
         table.add_column(col, justify="right")
@@ -81,12 +113,7 @@ def report(times: dict[str, list[float]], plot: Path | None) -> None:
             f"{statistics.fmean(values) * 1000:.1f}",
         )
     console.print(table)
-    e, g = times["engine"], times["gateway"]
-    console.print(
-        f"gateway/engine ratio: p50 {percentile(g, 50) / percentile(e, 50):.3f}, "
-        f"p95 {percentile(g, 95) / percentile(e, 95):.3f}; "
-        f"median added latency {(percentile(g, 50) - percentile(e, 50)) * 1000:+.1f} ms"
-    )
+    console.print(f"gateway/engine: {ratios(times)}")
     if plot:
         import matplotlib
 
@@ -110,22 +137,12 @@ def report(times: dict[str, list[float]], plot: Path | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--gateway", required=True, help="gateway base URL")
+    parser.add_argument("--engine", required=True, help="vLLM base URL")
     parser.add_argument("--rounds", type=int, default=40)
-    parser.add_argument("--gateway", help="gateway base URL (default: start the local stack)")
-    parser.add_argument("--engine", help="vLLM base URL")
-    parser.add_argument("--model", default="dgemma-tiny-random", help="vLLM's served model name")
     parser.add_argument("--plot", type=Path, default=Path("reports/overhead.png"))
     args = parser.parse_args(argv)
-    if bool(args.gateway) != bool(args.engine):
-        parser.error("--gateway and --engine go together")
-    if args.gateway:
-        report(run(args.gateway, args.engine, args.model, args.rounds), args.plot)
-        return 0
-    with ExitStack() as cleanup:
-        with console.status("starting the local stack (about 45 s)"):
-            stack = cleanup.enter_context(local_stack(Path(".cache/bench-engine.log")))
-        report(run(stack.url, stack.engine_url, stack.served_model, args.rounds), args.plot)
-    return 0
+    report(run(args.gateway, args.engine, args.rounds), args.plot)
     return 0
 
 

@@ -1,31 +1,54 @@
-"""Fixtures: the real local stack (vLLM on CPU + gateway) once per session, and extra gateways.
-
-The stack is started exactly as `make dev` starts it (`dgemma dev`, through the supervisor) on free
-ports; tests that need other gateway settings get their own real uvicorn server in a thread,
-reading through the same engine.
-"""
+"""Fixtures. Three tiers share them: pure functions (tests/unit), the app in process with a scripted
+engine (tests/app), and the real stack — vLLM on CPU and the supervisor — once per session
+(tests/integration, marked `engine`). Shared code is in tests/helpers.py."""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from app.main import create_app
-from app.settings import Settings
-from deploy.localstack import LocalStack, free_port, local_stack
+from devtools.stack import LocalStack, local_stack
+from tests.helpers import GatewayFactory, gateway_settings, serving
 
-Stack = LocalStack
-__all__ = ["GatewayFactory", "Stack", "free_port"]
+# What the tests must not inherit from the shell or CI that runs them.
+OUTSIDE = (
+    "PORT",
+    "GOOGLE_CLOUD_PROJECT",
+    "STORAGE_EMULATOR_HOST",
+    "VLLM_ATTENTION_BACKEND",
+    "GCE_METADATA_HOST",
+)
+
+
+def _scrub(mp: pytest.MonkeyPatch, prefixes: tuple[str, ...], names: tuple[str, ...] = ()) -> None:
+    for name in list(os.environ):
+        if name.startswith(prefixes) or name in names:
+            mp.delenv(name)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_session() -> Iterator[None]:
+    """No settings from outside reach the session's stacks and settings."""
+    with pytest.MonkeyPatch.context() as mp:
+        _scrub(mp, ("DGEMMA_", "TYPESAFE_"), OUTSIDE)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """...nor does a DGEMMA_* setting leak from one test into the next (module fixtures may set
+    others, such as the GCS emulator's address)."""
+    _scrub(monkeypatch, ("DGEMMA_",))
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """The real local stack, started exactly as `make dev` starts it, once per session."""
     log = tmp_path_factory.mktemp("stack") / "engine.log"
     try:
@@ -36,52 +59,26 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="session")
-def client(stack: Stack) -> Iterator[httpx.Client]:
+def client(stack: LocalStack) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=stack.url, timeout=60, headers={"authorization": "Bearer test"}) as c:
         yield c
 
 
 @pytest.fixture(scope="session")
-def engine(stack: Stack) -> Iterator[httpx.Client]:
+def engine(stack: LocalStack) -> Iterator[httpx.Client]:
     """Direct access to vLLM's native API, for hand-computed expectations."""
     with httpx.Client(base_url=stack.engine_url, timeout=60) as c:
         yield c
 
 
-class _ThreadedServer(uvicorn.Server):
-    def install_signal_handlers(self) -> None:  # the test process keeps its own handlers
-        pass
-
-
-GatewayFactory = Callable[..., str]
-
-
 @pytest.fixture(scope="session")
-def gateway_factory(stack: Stack) -> Iterator[GatewayFactory]:
-    """Start a real gateway (uvicorn, own port, own thread) with settings overrides; returns its URL."""
-    servers: list[tuple[_ThreadedServer, threading.Thread]] = []
+def gateway_factory(stack: LocalStack) -> Iterator[GatewayFactory]:
+    """A real gateway (uvicorn, own port, own thread) on the session's engine, with settings
+    overrides; returns its URL."""
+    with ExitStack() as servers:
 
-    def start(**overrides: Any) -> str:
-        port = free_port()
-        values: dict[str, Any] = {
-            "engine_url": stack.engine_url,
-            "served_model": stack.served_model,
-            "log_level": "WARNING",
-            **overrides,
-        }
-        settings = Settings(port=port, **values)
-        server = _ThreadedServer(uvicorn.Config(create_app(settings), port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("test gateway did not start")
-            time.sleep(0.05)
-        servers.append((server, thread))
-        return f"http://127.0.0.1:{port}"
+        def start(**overrides: Any) -> str:
+            values = {"engine_url": stack.engine_url, "served_model": stack.served_model, **overrides}
+            return servers.enter_context(serving(create_app(gateway_settings(**values))))
 
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(timeout=10)
+        yield start

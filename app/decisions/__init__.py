@@ -1,6 +1,1 @@
-"""Jev request -> engine reads -> Jev answers."""
-
-from app.decisions.decide import Decider, Decision
-from app.decisions.policy import Policy
-
-__all__ = ["Decider", "Decision", "Policy"]
+"""Jev request -> engine reads -> Jev answers: `plan` (reads), `policy` (re-read math), `decide`."""

@@ -1,6 +1,8 @@
 """The decision function: a validated Jev request -> engine reads -> Jev answers (+ diagnostics).
 
-Called by the HTTP route and, later, by the alert path; nothing else shapes answers.
+`Decider.plan` checks what can be answered and counts the reads the read policy may need (admission
+and the per-decision cap use that count); `Decider.decide` reads and combines. Nothing else shapes
+answers: the alert router is a Jev client of the gateway over HTTP.
 """
 
 from __future__ import annotations
@@ -15,16 +17,20 @@ from app.decisions.plan import (
     Hierarchy,
     Read,
     Spec,
+    chunk_count,
     combine_hierarchical,
     first_stage_reads,
     render,
 )
-from app.decisions.policy import Combined, Policy, combine, normalized_entropy
-from app.engine import EngineClient
-from app.errors import ApiError
+from app.decisions.policy import Combined, ReadPolicy, combine, normalized_entropy
+from app.engine import Engine
+from app.errors import EngineBadAnswer, InvalidRequest, Unsupported
 from app.wire import BoxQuestion, SystemOneRequest
 
 Job = tuple[int, int]  # (spec index, order index)
+# Engine calls one decision keeps in flight. vLLM decodes max-num-seqs (32) reads at once, so four
+# calls of up to 64 reads keep it busy, while other decisions' calls queue in between, not behind.
+CALLS_IN_FLIGHT = 4
 
 
 @dataclass
@@ -58,22 +64,52 @@ class _Usage:
         }
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A request reduced to what reads need, with the most engine reads its policy may take."""
+
+    specs: list[Spec]
+    state: str
+    policy: ReadPolicy
+    max_reads: int
+
+
 class Decider:
-    def __init__(self, engine: EngineClient, *, max_options: int, max_questions_per_call: int) -> None:
+    def __init__(
+        self, engine: Engine, *, max_options: int, max_questions_per_call: int, max_reads: int
+    ) -> None:
         self.engine = engine
         self.max_options = max_options
         self.per_call = max_questions_per_call
+        self.max_reads = max_reads
 
-    async def decide(self, request: SystemOneRequest, policy: Policy) -> Decision:
+    def plan(self, request: SystemOneRequest, policy: ReadPolicy) -> Plan:
+        """What to read; raises Unsupported or InvalidRequest before any read is made."""
         for name, q in request.questions.items():
             if isinstance(q, BoxQuestion):
-                raise ApiError(
-                    400,
+                raise Unsupported(
                     f"Question {name!r} is a box question, which needs a vision model; this deployment "
-                    "serves a text-only model and answers noul, choice and score questions.",
+                    "serves a text-only model and answers noul, choice and score questions."
                 )
         specs = [Spec.from_question(name, q) for name, q in request.questions.items()]  # type: ignore[arg-type]
-        state = render(request.state) or ""
+        reads = sum(self._most_reads(spec, policy) for spec in specs)
+        if reads > self.max_reads:
+            raise InvalidRequest(
+                f"This request may need {reads} engine reads (questions x option orders x chunk reads under "
+                f"the {policy.mode!r} read policy); this deployment allows {self.max_reads} per request. "
+                "Send fewer questions or options, or a lighter read_policy."
+            )
+        return Plan(specs, render(request.state) or "", policy, reads)
+
+    def _most_reads(self, spec: Spec, policy: ReadPolicy) -> int:
+        if spec.kind == "score" and spec.n == 1:
+            return 0
+        chunks = 1 if spec.kind == "noul" else chunk_count(spec.n, self.max_options)
+        per_order = chunks + (1 if chunks > 1 else 0)  # chunk reads, then the final read
+        return policy.most_orders(spec.max_orders()) * per_order
+
+    async def decide(self, plan: Plan) -> Decision:
+        specs, state, policy = plan.specs, plan.state, plan.policy
         # Counting the state's tokens runs beside the first reads, so it adds no latency.
         state_tokens = asyncio.create_task(self.engine.count_tokens(state))
         try:
@@ -158,16 +194,25 @@ class Decider:
     async def _run(
         self, reads: list[Read], specs: list[Spec], state: str, usage: _Usage
     ) -> list[tuple[list[float], float]]:
-        """Send reads to vLLM's native endpoint, at most `per_call` per call, all calls at once."""
+        """Send reads to vLLM's native endpoint, at most `per_call` per call, CALLS_IN_FLIGHT at once."""
         groups = [reads[i : i + self.per_call] for i in range(0, len(reads), self.per_call)]
-        bodies = [
-            {
+        in_flight = asyncio.Semaphore(CALLS_IN_FLIGHT)
+
+        async def call(group: list[Read]) -> dict[str, Any]:
+            body = {
                 "state": state,
-                "questions": {f"r{j}": r.engine_question(specs[r.spec_index]) for j, r in enumerate(g)},
+                "questions": {f"r{j}": r.engine_question(specs[r.spec_index]) for j, r in enumerate(group)},
             }
-            for g in groups
-        ]
-        responses = await asyncio.gather(*(self.engine.systemone(b) for b in bodies))
+            async with in_flight:
+                return await self.engine.systemone(body)
+
+        # A TaskGroup cancels the other calls as soon as one fails (or the client goes away).
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tasks = [tg.create_task(call(g)) for g in groups]
+        except ExceptionGroup as failed:
+            raise failed.exceptions[0] from None  # the first failure says what went wrong
+        responses = [t.result() for t in tasks]
         out = []
         for group, resp in zip(groups, responses, strict=True):
             try:
@@ -177,7 +222,7 @@ class Decider:
                     probs = read.probabilities(specs[read.spec_index], resp["answers"][f"r{j}"])
                     out.append((probs, float(resp["diagnostics"][f"r{j}"]["label_mass"])))
             except (KeyError, TypeError, ValueError) as e:
-                raise ApiError(502, f"The engine's answer lacks an expected field ({e!r}).") from e
+                raise EngineBadAnswer(f"The engine's answer lacks an expected field ({e!r}).") from e
         return out
 
 

@@ -135,9 +135,14 @@ def first_stage_reads(spec_index: int, spec: Spec, order: int, max_options: int)
     return [Read(spec_index, order, chunk) for chunk in chunks(perm, max_options)]
 
 
+def chunk_count(n: int, size: int) -> int:
+    """How many chunks of at most `size` options a read of `n` options takes."""
+    return math.ceil(n / size)
+
+
 def chunks(perm: tuple[int, ...], size: int) -> list[tuple[int, ...]]:
     """Split into the fewest chunks of at most `size`, as even as possible."""
-    count = math.ceil(len(perm) / size)
+    count = chunk_count(len(perm), size)
     base, extra = divmod(len(perm), count)
     out, start = [], 0
     for c in range(count):

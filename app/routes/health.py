@@ -6,7 +6,8 @@ from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.deps import EngineDep, MetricsDep, SettingsDep
-from app.errors import ApiError
+from app.errors import EngineUnavailable
+from app.wire import ErrorBody
 
 router = APIRouter(tags=["ops"])
 
@@ -17,11 +18,11 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses={503: {"model": ErrorBody, "description": "The engine is not ready."}})
 async def readyz(engine: EngineDep, settings: SettingsDep) -> dict[str, str]:
     """Ready to decide: the engine answers its health check."""
     if not await engine.healthy():
-        raise ApiError(503, "The engine is not ready.", retry_after=settings.retry_after_s)
+        raise EngineUnavailable("The engine is not ready.", retry_after=settings.retry_after_s)
     return {"status": "ready"}
 
 

@@ -2,22 +2,67 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
-from app.decisions import Policy
-from app.deps import DeciderDep, MetricsDep, SettingsDep, require_api_key
-from app.errors import ApiError, validation_detail
-from app.settings import Settings
-from app.wire import SystemOneRequest, check_limits, decode_content, parse_json, parse_multipart
+from app.decisions.decide import Decision
+from app.deps import AdmissionDep, DeciderDep, MetricsDep, SettingsDep, require_api_key
+from app.errors import (
+    BodyTooLarge,
+    ClientClosed,
+    InvalidBody,
+    ModelNotFound,
+    Unsupported,
+    UnsupportedMedia,
+    validation_detail,
+)
+from app.observability import Metrics
+from app.settings import GatewaySettings
+from app.wire import (
+    ErrorBody,
+    ModelList,
+    SystemOneRequest,
+    SystemOneResponse,
+    check_limits,
+    decode_content,
+    parse_json,
+    parse_multipart,
+)
 
-router = APIRouter(prefix="/v1", tags=["jev"], dependencies=[Depends(require_api_key)])
+T = TypeVar("T")
+router = APIRouter(
+    prefix="/v1",
+    tags=["jev"],
+    dependencies=[Depends(require_api_key)],
+    responses={401: {"model": ErrorBody, "description": "Missing or unknown API key."}},
+)
+# Every status /v1/systemone can answer, documented in the OpenAPI document.
+DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": SystemOneResponse, "description": "Answers, usage, diagnostics, the read policy used."},
+    **{
+        status: {"model": ErrorBody, "description": why}
+        for status, why in {
+            400: "A semantic limit or rule (options, levels, questions, planned reads, JSON nesting); "
+            "box questions or images on a text-only model; an undecodable body; input too long "
+            "(`error_type: max_tokens_exceeded`).",
+            404: "Unknown `model`; the message lists the accepted names.",
+            413: "Body over the limit, before or after decompression.",
+            415: "A content type or Content-Encoding the gateway does not read.",
+            422: "Invalid JSON, or a body that does not match the schema (FastAPI's `detail` list).",
+            429: "Admission is full (Retry-After).",
+            502: "The engine answered with an error or a malformed body.",
+            503: "The engine is unreachable, not ready, saturated or too slow (Retry-After).",
+        }.items()
+    },
+}
 
 
-@router.get("/models")
+@router.get("/models", response_model=ModelList)
 async def list_models(settings: SettingsDep) -> dict[str, Any]:
     """The served model and its aliases, in Jev's format."""
     served = settings.served_model
@@ -34,9 +79,23 @@ async def list_models(settings: SettingsDep) -> dict[str, Any]:
     return {"models": models}
 
 
-@router.post("/systemone")
+@router.post(
+    "/systemone",
+    responses=DECISION_RESPONSES,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "JSON, optionally with Content-Encoding zstd, gzip or deflate.",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SystemOneRequest"}}},
+        }
+    },
+)
 async def system_one(
-    request: Request, settings: SettingsDep, decider: DeciderDep, metrics: MetricsDep
+    request: Request,
+    settings: SettingsDep,
+    decider: DeciderDep,
+    admission: AdmissionDep,
+    metrics: MetricsDep,
 ) -> Any:
     """Answer typed questions about a state, with probabilities (Jev's System One)."""
     start = time.perf_counter()
@@ -44,19 +103,18 @@ async def system_one(
     try:
         body = SystemOneRequest.model_validate(data)
     except ValidationError as e:
-        raise ApiError(422, validation_detail(e.errors(), prefix=("body",))) from e
+        raise InvalidBody(validation_detail(e.errors(), prefix=("body",))) from e
     if body.model not in settings.model_names:
-        raise ApiError(404, f"Model {body.model!r} not found. Available: {', '.join(settings.model_names)}.")
+        raise ModelNotFound(f"Model {body.model!r} not found. Available: {', '.join(settings.model_names)}.")
     check_limits(body, settings.max_questions)
     if body.assets or asset_parts:
-        raise ApiError(
-            400,
+        raise Unsupported(
             "This deployment serves a text-only model (DiffusionGemma reads through vLLM 0.32 take no "
-            "images): send state, instructions and criteria as text or JSON, without assets.",
+            "images): send state, instructions and criteria as text or JSON, without assets."
         )
-    policy = _policy(settings, body)
-    async with request.app.state.admission.slot():
-        decision = await decider.decide(body, policy)
+    plan = decider.plan(body, settings.read_policy.overridden(body.read_policy))
+    async with admission.slot(plan.max_reads):
+        decision: Decision = await _unless_disconnected(request, decider.decide(plan), metrics)
     metrics.decision_seconds.observe(time.perf_counter() - start)
     for reads in decision.engine_reads.values():
         metrics.reads_per_question.observe(reads)
@@ -66,36 +124,47 @@ async def system_one(
         "answers": decision.answers,
         "usage": decision.usage,
         "diagnostics": decision.diagnostics,
-        "read_policy": {
-            "mode": policy.mode,
-            "reread_entropy": policy.reread_entropy,
-            "extra_reads": policy.extra_reads,
-            "debias_reads": policy.debias_reads,
-        },
+        "read_policy": plan.policy.model_dump(),
     }
 
 
-def _policy(settings: Settings, body: SystemOneRequest) -> Policy:
-    o = body.read_policy
-    return Policy(
-        mode=(o and o.mode) or settings.read_policy,
-        reread_entropy=settings.reread_entropy if o is None or o.reread_entropy is None else o.reread_entropy,
-        extra_reads=settings.extra_reads if o is None or o.extra_reads is None else o.extra_reads,
-        debias_reads=settings.debias_reads if o is None or o.debias_reads is None else o.debias_reads,
-    )
+async def _unless_disconnected(request: Request, work: Awaitable[T], metrics: Metrics) -> T:
+    """Await `work`, cancelling it if the client hangs up first (the SDK gives up after 10 s and
+    retries: reading on for a gone client would only delay its retry and everyone else)."""
+    task = asyncio.ensure_future(work)
+
+    async def client_gone() -> None:
+        # The body has been read, so the next message is the disconnect (uvicorn sends it when the
+        # connection closes).
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(client_gone())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            # Let the cancelled reads unwind before admission gives the slot to the next decision.
+            await asyncio.gather(task, return_exceptions=True)
+    if task.cancelled():
+        metrics.cancelled.inc()
+        raise ClientClosed("The client closed the connection; the decision was cancelled.")
+    return task.result()
 
 
-async def _read_body(request: Request, settings: Settings) -> tuple[Any, dict[str, bytes]]:
+async def _read_body(request: Request, settings: GatewaySettings) -> tuple[Any, dict[str, bytes]]:
     """The request's JSON (and multipart asset parts), decoded, within the size limit."""
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, f"The request body exceeds {limit} bytes.")
+        raise BodyTooLarge(f"The request body exceeds {limit} bytes.")
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
         if len(raw) > limit:
-            raise ApiError(413, f"The request body exceeds {limit} bytes.")
+            raise BodyTooLarge(f"The request body exceeds {limit} bytes.")
     content = decode_content(bytes(raw), request.headers.get("content-encoding"), limit)
     ctype = request.headers.get("content-type", "application/json")
     media = ctype.split(";", 1)[0].strip().lower()
@@ -103,4 +172,6 @@ async def _read_body(request: Request, settings: Settings) -> tuple[Any, dict[st
         return parse_json(content), {}
     if media == "multipart/form-data":
         return parse_multipart(content, ctype)
-    raise ApiError(415, f"Unsupported Content-Type {media!r}: send application/json or multipart/form-data.")
+    raise UnsupportedMedia(
+        f"Unsupported Content-Type {media!r}: send application/json or multipart/form-data."
+    )

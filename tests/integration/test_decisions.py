@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from deploy.devstack import TINY_MODEL
 from tests.helpers import ALERT_QUESTIONS, decision
 
 pytestmark = pytest.mark.engine
@@ -20,9 +21,7 @@ STATE = "Disk usage at 97% on db-1"
 
 
 def _engine_read(engine: httpx.Client, question: dict[str, Any], state: str = STATE) -> dict[str, Any]:
-    r = engine.post(
-        "/v1/systemone", json={"model": "dgemma-tiny-random", "state": state, "questions": {"q": question}}
-    )
+    r = engine.post("/v1/systemone", json={"model": TINY_MODEL, "state": state, "questions": {"q": question}})
     r.raise_for_status()
     return dict(r.json())
 
@@ -140,10 +139,10 @@ def test_usage_counts_the_state_once(client: httpx.Client, engine: httpx.Client)
     questions = {f"q{i}": {"type": "noul", "instructions": f"Is symptom {i} present?"} for i in range(10)}
     got = _decide(client, decision(questions, state=state, read_policy={"mode": "single"}))["usage"]
     raw = engine.post(
-        "/v1/systemone", json={"model": "dgemma-tiny-random", "state": state, "questions": questions}
+        "/v1/systemone", json={"model": TINY_MODEL, "state": state, "questions": questions}
     ).json()["usage"]
     state_tokens = engine.post(
-        "/tokenize", json={"model": "dgemma-tiny-random", "prompt": state, "add_special_tokens": False}
+        "/tokenize", json={"model": TINY_MODEL, "prompt": state, "add_special_tokens": False}
     ).json()["count"]
     assert state_tokens > 300
     assert got["input_tokens"] == raw["input_tokens"] - 9 * state_tokens

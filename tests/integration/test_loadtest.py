@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -15,10 +15,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import Stack
+from app.polling import wait_until
+from devtools.stack import ROOT
+from devtools.stack import LocalStack as Stack
+from tests.helpers import GatewayFactory
 
 pytestmark = pytest.mark.engine
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -26,38 +28,40 @@ def idle_afterwards(stack: Stack) -> Iterator[None]:
     """Locust stops its users, but the gateway still finishes what they queued: wait for that, so
     later tests see an idle engine."""
     yield
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
+
+    def idle() -> bool:
         metrics = httpx.get(f"{stack.url}/metrics").text
         gauges = ("dgemma_decisions_inflight ", "dgemma_decisions_queued ")
-        busy = [
-            line for line in metrics.splitlines() if line.startswith(gauges) and not line.endswith(" 0.0")
-        ]
-        if not busy:
-            return
-        time.sleep(1)
+        return not [ln for ln in metrics.splitlines() if ln.startswith(gauges) and not ln.endswith(" 0.0")]
+
+    wait_until(idle, 180, interval_s=1)
 
 
-def _gate(host: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _gate(
+    host: str, out: Path | str, *extra: str, cwd: Path = ROOT, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "deploy.cli", "loadtest", "--host", host, "--profile", "cpu-smoke",
          "--out", str(out), *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 
 
 def test_cpu_smoke_gate_writes_every_report(stack: Stack, tmp_path: Path) -> None:
+    """Run from wherever the user stands: a relative --out lands under the working directory."""
     done = _gate(
         stack.url,
-        tmp_path,
+        "reports/gate",
         "--engine-url",
         stack.engine_url,
         "--latency-seconds",
         "5",
         "--throughput-seconds",
         "8",
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    tmp_path = tmp_path / "reports/gate"
     for phase in ("latency", "throughput"):
         with (tmp_path / f"{phase}_stats.csv").open() as f:
             rows = {r["Name"]: r for r in csv.DictReader(f)}
@@ -96,6 +100,20 @@ def test_an_impossible_target_fails_the_gate_by_name(stack: Stack, tmp_path: Pat
     assert done.returncode == 1
     assert "latency_p95_ms" in done.stderr and "above the target of 1.0" in done.stderr
     assert "FAIL" in (tmp_path / "summary.md").read_text()
+
+
+def test_the_gate_sends_its_key_everywhere(gateway_factory: GatewayFactory, tmp_path: Path) -> None:
+    url = gateway_factory(api_keys="gate-key", allow_any_key=False)
+    short = ("--latency-seconds", "2", "--throughput-seconds", "2", "--warmup-seconds", "5")
+    done = _gate(url, tmp_path / "ok", *short, DGEMMA_LOADTEST_API_KEY="gate-key")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for phase in ("latency", "throughput"):
+        with (tmp_path / "ok" / f"{phase}_stats.csv").open() as f:
+            row = next(r for r in csv.DictReader(f) if r["Name"] == "Aggregated")
+        assert int(row["Request Count"]) > 0 and row["Failure Count"] == "0"
+    refused = _gate(url, tmp_path / "no-key", *short)
+    assert refused.returncode == 1
+    assert "load-test gate: warm-up: no valid decision" in refused.stderr and "HTTP 401" in refused.stderr
 
 
 @pytest.fixture

@@ -7,18 +7,19 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from app.settings import Settings
+from app.polling import wait_http_ok
+from app.settings import GatewaySettings
 from deploy.fit import load_arch
-from deploy.localstack import free_port
-from deploy.supervisor import Child, cpu_engine_command
+from deploy.settings import EngineSettings
+from deploy.supervisor import Child, engine_command
+from devtools.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_PY = str(ROOT / ".venv-engine/bin/python")
@@ -98,7 +99,7 @@ def test_layout_matches_vllms_loader_and_the_check_can_fail(quantized: Path, tmp
     assert "experts.gate_up_proj: not a quantized expert weight" in bad.stdout
 
 
-def test_group_size_must_divide_the_expert_width(tmp_path: Path) -> None:
+def test_group_size_must_divide_the_expert_width(stack: Any, tmp_path: Path) -> None:
     done = subprocess.run(
         [
             sys.executable,
@@ -126,28 +127,25 @@ def engines(quantized: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     children, urls = [], {}
     for name, model in (("packed", packed), ("reference", reference)):
         port = free_port()
-        settings = Settings(model_dir=model, engine_port=port, engine_dtype="float16", served_model=name)
-        argv, env = cpu_engine_command(settings)
+        argv, env = engine_command(
+            GatewaySettings(served_model=name),
+            EngineSettings(model_dir=model, engine_port=port, engine_dtype="float16"),
+        )
         child = Child(name, argv, {**os.environ, **env}, log_path=root / f"{name}.log")
         child.start()
         children.append(child)
         urls[name] = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300
         for child, url in zip(children, urls.values(), strict=True):
-            while True:
-                assert child.exited() is None, child.log_tail()
-                assert time.monotonic() < deadline, child.log_tail()
-                try:
-                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.5)
+            assert wait_http_ok(f"{url}/health", 300, abort=_exited(child)), child.log_tail()
         yield urls
     finally:
         for child in children:
             child.stop(grace_s=10)
+
+
+def _exited(child: Child) -> Callable[[], bool]:
+    return lambda: child.exited() is not None
 
 
 def test_vllm_reads_the_packed_weights_as_we_wrote_them(engines: dict[str, str]) -> None:

@@ -20,7 +20,7 @@ from typesafe_sdk import (
     TypeSafeNotFoundError,
 )
 
-from tests.conftest import Stack
+from devtools.stack import LocalStack as Stack
 
 pytestmark = pytest.mark.engine
 

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 from google.cloud import storage
 
-from deploy.localgcs import fake_gcs
-from deploy.localstack import free_port
 from deploy.weights import MANIFEST, WeightsError, client_from_env, download, upload, verify
-
-ROOT = Path(__file__).resolve().parents[2]
+from devtools.gcs import fake_gcs
+from devtools.stack import ROOT, LocalStack, free_port, wait_ready
 
 
 @pytest.fixture(scope="module")
@@ -113,11 +114,16 @@ def _run(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProces
     return subprocess.run(
         [sys.executable, "-m", "deploy.cli", "run", "--port", str(free_port())],
         cwd=ROOT,
-        env={**os.environ, "DGEMMA_LOG_LEVEL": "WARNING", **env},
+        env={**os.environ, "DGEMMA_LOG_LEVEL": "WARNING", "DGEMMA_ALLOW_ANY_KEY": "true", **env},
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+
+
+def _messages(stderr: str) -> str:
+    """The messages of the JSON log lines a service writes, joined."""
+    return " ".join(json.loads(line)["message"] for line in stderr.splitlines() if line.startswith("{"))
 
 
 def test_run_refuses_to_start_the_engine_on_a_bad_checkpoint(
@@ -127,17 +133,110 @@ def test_run_refuses_to_start_the_engine_on_a_bad_checkpoint(
     gcs.bucket("weights").blob("bad/config.json").upload_from_string(b"{}")
     done = _run({"DGEMMA_WEIGHTS_URL": "gs://weights/bad", "DGEMMA_MODEL_DIR": str(tmp_path / "model")})
     assert done.returncode == 2
-    assert "gs://weights/bad/config.json does not match" in " ".join(done.stderr.split())
+    said = _messages(done.stderr)
+    assert "gs://weights/bad/config.json does not match" in said
+    assert "refusing to start: the weights in" in said and "the engine was not started" in said
     # baked mode: the same manifest check
     done = _run({"DGEMMA_MODEL_DIR": str(checkpoint)})  # no manifest.json beside the weights
-    assert done.returncode == 2 and "manifest.json is missing" in " ".join(done.stderr.split())
+    assert done.returncode == 2 and "manifest.json is missing" in _messages(done.stderr)
+
+
+def test_run_refuses_without_api_keys_before_touching_the_weights(tmp_path: Path) -> None:
+    done = _run({"DGEMMA_ALLOW_ANY_KEY": "false", "DGEMMA_WEIGHTS_URL": "gs://nowhere/x"}, timeout=30)
+    assert done.returncode == 2
+    assert "no API keys" in _messages(done.stderr) and "weights" not in _messages(done.stderr)
+
+
+def test_sigterm_interrupts_a_stalled_weights_download(tmp_path: Path) -> None:
+    """A bucket that never answers: the supervisor still stops within the grace."""
+    stalled = threading.Event()
+
+    class Silent(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            stalled.set()
+            threading.Event().wait(60)  # never answers
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Silent)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    env = {
+        **os.environ,
+        "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{server.server_address[1]}",
+        "DGEMMA_WEIGHTS_URL": "gs://weights/slow",
+        "DGEMMA_MODEL_DIR": str(tmp_path / "model"),
+        "DGEMMA_ALLOW_ANY_KEY": "true",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deploy.cli", "run", "--port", str(free_port())],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert stalled.wait(30), "the weights step never asked for the manifest"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=12) == 0  # Cloud Run's 10 s, plus process exit
+        assert subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).stdout == b""
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        server.shutdown()
+
+
+def test_missing_credentials_are_a_named_refusal(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "STORAGE_EMULATOR_HOST"}
+    env |= {
+        "GCE_METADATA_HOST": f"127.0.0.1:{free_port()}",  # no metadata server: not on Google Cloud
+        "GCE_METADATA_IP": f"127.0.0.1:{free_port()}",
+        "GOOGLE_APPLICATION_CREDENTIALS": "",
+        "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"),
+        "HOME": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "weights", "download", "gs://b/p", str(tmp_path / "d")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "weights: no Google credentials for Cloud Storage" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_permission_denied_is_a_named_refusal(tmp_path: Path) -> None:
+    """A real HTTP server answering like GCS to an identity without access."""
+
+    class Forbidden(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"error": {"code": 403, "message": "caller does not have storage.objects.get"}})
+            self.send_response(403)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Forbidden)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        env = {**os.environ, "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{server.server_address[1]}"}
+        done = subprocess.run(
+            [sys.executable, "-m", "deploy.cli", "weights", "download", "gs://b/p", str(tmp_path / "d")],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert done.returncode == 2
+    assert "weights: permission denied on gs://b/p/manifest.json" in done.stderr
+    assert "roles/storage.objectViewer" in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.engine
-def test_run_downloads_the_tiny_model_from_gcs_then_serves(gcs: storage.Client, tmp_path: Path) -> None:
-    tiny = ROOT / ".cache/model"
-    if not (tiny / "model.safetensors").exists():
-        pytest.skip("the tiny model is generated by the session stack")
+def test_run_downloads_the_tiny_model_from_gcs_then_serves(
+    gcs: storage.Client, stack: LocalStack, tmp_path: Path
+) -> None:
+    tiny = ROOT / ".cache/model"  # generated by the session's stack
     upload(tiny, "gs://weights/tiny/v1", gcs)
     port = free_port()
     env = {
@@ -147,25 +246,30 @@ def test_run_downloads_the_tiny_model_from_gcs_then_serves(gcs: storage.Client, 
         "DGEMMA_WEIGHTS_URL": "gs://weights/tiny/v1",
         "DGEMMA_MODEL_DIR": str(tmp_path / "model"),
         "DGEMMA_SERVED_MODEL": "tiny-from-gcs",
-        "DGEMMA_LOG_LEVEL": "WARNING",
+        "DGEMMA_API_KEYS": "gcs-test-key",
+        "DGEMMA_LOG_LEVEL": "INFO",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "deploy.cli", "run"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
-        start_new_session=True,
+        [sys.executable, "-m", "deploy.cli", "run"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("dgemma ready:"):
-                break
+        assert wait_ready(proc, 300), "the stack did not start"
         body = {
             "model": "jev-latest",
             "state": "x",
             "questions": {"p": {"type": "noul", "instructions": "?"}},
         }
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/systemone", json=body, timeout=60)
+        headers = {"authorization": "Bearer gcs-test-key"}
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/systemone", json=body, headers=headers, timeout=60)
         assert r.status_code == 200 and r.json()["model"] == "tiny-from-gcs"
         assert verify(tmp_path / "model") == []
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+    assert proc.stderr is not None
+    lines = [json.loads(line) for line in proc.stderr.read().splitlines() if line.startswith("{")]
+    vllm = [e for e in lines if e.get("logger") == "deploy.engine"]
+    assert vllm, "vLLM's output reaches the log stream as JSON"
+    assert {"INFO", "WARNING"} <= {e["severity"] for e in vllm}
+    assert any(e.get("vllm_process") == "APIServer" and e.get("source") for e in vllm)

@@ -1,4 +1,4 @@
-"""The engine command the supervisor builds for the GPU image (flags from the fit profile)."""
+"""The engine command the supervisor builds: shared pieces, CPU vs GPU, and refusals."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import Settings
-from deploy.fit import FitError
-from deploy.supervisor import engine_command
-
-ROOT = Path(__file__).resolve().parents[2]
+from app.config import ConfigError
+from app.settings import GatewaySettings
+from deploy.fit import BIG_CONFIG, FitError
+from deploy.settings import EngineSettings, SupervisorSettings
+from deploy.supervisor import engine_command, weights_command
 
 
 @pytest.fixture
 def int4_model(tmp_path: Path) -> Path:
-    config = json.loads((ROOT / "deploy/models/diffusiongemma-26b-a4b.config.json").read_text())
+    config = json.loads(BIG_CONFIG.read_text())
     config["quantization_config"] = {"quant_method": "compressed-tensors"}
     (tmp_path / "config.json").write_text(json.dumps(config))
     return tmp_path
@@ -26,14 +26,17 @@ def _flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
+GATEWAY = GatewaySettings(served_model="dgemma-26b-w4a16", model_aliases="prod")  # type: ignore[arg-type]
+
+
 def test_gpu_command_from_the_l4_profile(int4_model: Path) -> None:
-    settings = Settings(engine_mode="gpu", model_dir=int4_model, served_model="dgemma-26b-w4a16")
-    argv, env = engine_command(settings)
+    argv, env = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
     assert argv[:3] == ["vllm", "serve", str(int4_model)]
     assert argv[argv.index("--served-model-name") + 1 : argv.index("--host")] == [
         "dgemma-26b-w4a16",
         "jev-latest",
         "jev-preview",
+        "prod",
     ]
     assert _flag(argv, "--logprobs-mode") == "raw_logprobs"  # /v1/systemone needs it
     assert _flag(argv, "--attention-backend") == "TRITON_ATTN"
@@ -46,14 +49,30 @@ def test_gpu_command_from_the_l4_profile(int4_model: Path) -> None:
     assert env["VLLM_NO_USAGE_STATS"] == "1"
 
 
+def test_cpu_and_gpu_share_names_address_and_logprobs(int4_model: Path) -> None:
+    cpu, _ = engine_command(GATEWAY, EngineSettings(engine_mode="cpu", model_dir=int4_model, engine_port=9))
+    gpu, _ = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_port=9))
+    for flag in ("--served-model-name", "--host", "--port", "--logprobs-mode"):
+        i, j = cpu.index(flag), gpu.index(flag)
+        assert cpu[i : i + 2] == gpu[j : j + 2], flag
+    assert "--language-model-only" in cpu and "--language-model-only" in gpu
+    assert cpu[1].endswith("cpu_launcher.py") and "--enforce-eager" in cpu
+
+
 def test_gpu_command_refuses_a_canvas_that_does_not_fit(int4_model: Path) -> None:
     with pytest.raises(FitError, match="sampler fp32 buffer"):
-        engine_command(Settings(engine_mode="gpu", model_dir=int4_model, engine_canvas=256))
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_canvas=256))
 
 
 def test_flashinfer_env_is_refused(int4_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLLM_ATTENTION_BACKEND", "FLASHINFER")
+    with pytest.raises(ConfigError, match="FlashInfer is excluded"):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
     with pytest.raises(ValueError, match="FlashInfer is excluded"):
-        engine_command(Settings(engine_mode="gpu", model_dir=int4_model))
-    with pytest.raises(ValueError, match="FlashInfer is excluded"):
-        Settings(engine_attention_backend="flashinfer")
+        EngineSettings(engine_attention_backend="flashinfer")
+
+
+def test_weights_step_downloads_or_verifies() -> None:
+    download = weights_command(SupervisorSettings(weights_url="gs://b/p", model_dir=Path("/w")))
+    assert download[-4:] == ["weights", "download", "gs://b/p", "/w"]
+    assert weights_command(SupervisorSettings(model_dir=Path("/w")))[-3:] == ["weights", "verify", "/w"]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from app.decisions.policy import Policy, combine, normalized_entropy
+from app.decisions.policy import ReadPolicy, combine, normalized_entropy
 
 
 def test_normalized_entropy_bounds() -> None:
@@ -54,6 +54,25 @@ def test_ties_pick_the_first_option() -> None:
     ],
 )
 def test_policy_orders(mode: str, entropy: float, max_orders: int, first: int, extra: int) -> None:
-    policy = Policy(mode=mode, reread_entropy=0.9, extra_reads=2, debias_reads=3)  # type: ignore[arg-type]
+    policy = ReadPolicy(mode=mode, reread_entropy=0.9, extra_reads=2, debias_reads=3)  # type: ignore[arg-type]
     assert policy.first_orders(max_orders) == first
     assert policy.extra_orders(entropy, max_orders) == extra
+
+
+def test_a_request_overrides_only_the_fields_it_sets() -> None:
+    deployment = ReadPolicy(mode="debias", debias_reads=5)
+    override = ReadPolicy.model_validate({"extra_reads": 4})
+    assert deployment.overridden(override) == ReadPolicy(mode="debias", debias_reads=5, extra_reads=4)
+    assert deployment.overridden(ReadPolicy.model_validate({})) is deployment
+    assert deployment.overridden(None) is deployment
+
+
+@pytest.mark.parametrize(
+    ("mode", "max_orders", "most"),
+    [("single", 6, 1), ("adaptive", 6, 3), ("adaptive", 2, 2), ("debias", 6, 3), ("debias", 2, 2)],
+)
+def test_most_orders_bounds_what_the_policy_can_read(mode: str, max_orders: int, most: int) -> None:
+    policy = ReadPolicy(mode=mode, extra_reads=2, debias_reads=3)  # type: ignore[arg-type]
+    assert policy.most_orders(max_orders) == most
+    # never below what the two rounds can actually take
+    assert most >= policy.first_orders(max_orders) + policy.extra_orders(1.0, max_orders)

@@ -1,16 +1,16 @@
-"""Body decoding and limits, without a server."""
+"""Body decoding, nesting and limits, without a server."""
 
 from __future__ import annotations
 
 import gzip
+import json
 import zlib
 
 import pytest
 import zstandard
 
-from app.errors import ApiError
-from app.settings import Settings
-from app.wire import decode_content, parse_json, parse_multipart
+from app.errors import BodyTooLarge, InvalidBody, InvalidRequest, UnsupportedMedia
+from app.wire import MAX_DEPTH, decode_content, parse_json, parse_multipart
 
 PAYLOAD = b'{"state": "x"}' * 10
 
@@ -44,22 +44,35 @@ def test_stacked_encodings_are_undone_in_reverse() -> None:
 def test_decompression_limit(encoding: str) -> None:
     big = b"a" * 100_000
     packed = zstandard.ZstdCompressor().compress(big) if encoding == "zstd" else gzip.compress(big)
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(BodyTooLarge):
         decode_content(packed, encoding, 50_000)
-    assert e.value.status == 413
 
 
-def test_unknown_encoding_is_415() -> None:
-    with pytest.raises(ApiError) as e:
+def test_unknown_encoding_is_unsupported_media() -> None:
+    with pytest.raises(UnsupportedMedia):
         decode_content(b"x", "br", 100)
-    assert e.value.status == 415
 
 
 @pytest.mark.parametrize("raw", [b"NaN", b'{"a": Infinity}', b"1e999", b"{", b"\xff"])
 def test_strict_json(raw: bytes) -> None:
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(InvalidBody) as e:
         parse_json(raw)
-    assert e.value.status == 422 and e.value.detail[0]["type"] == "json_invalid"  # type: ignore[index]
+    assert e.value.detail[0]["type"] == "json_invalid"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("opener", [b"[", b'{"a":'])
+def test_nesting_is_bounded_before_any_recursion(opener: bytes) -> None:
+    closer = b"]" if opener == b"[" else b"}"
+    ok = opener * MAX_DEPTH + b"1" + closer * MAX_DEPTH
+    assert parse_json(ok) is not None
+    for depth in (MAX_DEPTH + 1, 900, 100_000):  # below and far past Python's recursion limit
+        with pytest.raises(InvalidRequest, match=f"at most {MAX_DEPTH} levels"):
+            parse_json(opener * depth + b"1" + closer * depth)
+
+
+def test_wide_bodies_are_not_deep() -> None:
+    wide = json.dumps({"state": [[i] for i in range(50_000)]}).encode()
+    assert len(parse_json(wide)["state"]) == 50_000
 
 
 def test_multipart_parts() -> None:
@@ -70,19 +83,5 @@ def test_multipart_parts() -> None:
     )
     data, parts = parse_multipart(body, "multipart/form-data; boundary=B")
     assert data == {"a": 1} and parts == {"asset-0": b"\x89PNG"}
-    with pytest.raises(ApiError):
+    with pytest.raises(InvalidRequest):
         parse_multipart(body, "multipart/form-data")
-
-
-def test_settings_port_aliases_and_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
-    monkeypatch.setenv("DGEMMA_PORT", "9000")
-    assert Settings().port == 9000
-    monkeypatch.setenv("PORT", "9100")  # Cloud Run's PORT wins
-    assert Settings().port == 9100
-    monkeypatch.setenv("DGEMMA_MODEL_ALIASES", "jev-1.13.0, prod-decider")
-    s = Settings(api_keys="a,b")  # type: ignore[arg-type]
-    assert s.model_names == ("dgemma", "jev-latest", "jev-preview", "jev-1.13.0", "prod-decider")
-    assert s.accepted_keys == (b"a", b"b")
-    assert "a" not in repr(s.api_keys)  # secrets never print
-    with pytest.raises(ValueError, match="not a readable file"):
-        Settings(api_keys_file="/nonexistent/keys")  # type: ignore[arg-type]

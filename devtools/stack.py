@@ -8,13 +8,16 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-DEV_MODEL = "dgemma-tiny-random"
+from app.polling import wait_until
+from deploy.devstack import TINY_MODEL
+from deploy.supervisor import READY_PREFIX
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def free_port() -> int:
@@ -40,57 +43,60 @@ class LocalStack:
         raise RuntimeError("engine process not found")
 
 
-def spawn_dev(engine_log: Path) -> tuple[subprocess.Popen[str], int, int]:
+def spawn_dev(engine_log: Path, **env: str) -> tuple[subprocess.Popen[str], int, int]:
     """Start `dgemma dev` on free ports in a session of its own; (process, gateway port, engine port)."""
     port, engine_port = free_port(), free_port()
-    env = {
-        **os.environ,
-        "PORT": str(port),
-        "DGEMMA_ENGINE_PORT": str(engine_port),
-        "DGEMMA_LOG_LEVEL": "WARNING",
-    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "deploy.cli", "dev", "--engine-log", str(engine_log)],
-        cwd=Path(__file__).resolve().parent.parent,
-        env=env,
+        [sys.executable, "-m", "deploy.cli", "dev", "--port", str(port), "--engine-port", str(engine_port),
+         "--engine-log", str(engine_log)],
+        cwd=ROOT,
+        env={**os.environ, "DGEMMA_LOG_LEVEL": "WARNING", **env},
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
-    )
+    )  # fmt: skip
     return proc, port, engine_port
+
+
+def wait_ready(proc: subprocess.Popen[str], timeout_s: float) -> bool:
+    """Whether the supervisor printed its ready line within `timeout_s` (False if it exited)."""
+    ready = threading.Event()
+
+    def watch() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(READY_PREFIX):
+                ready.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return bool(wait_until(ready.is_set, timeout_s, abort=lambda: proc.poll() is not None))
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM, as Cloud Run does; SIGKILL the group if it has not stopped within 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 @contextmanager
 def local_stack(engine_log: Path, timeout_s: float = 400) -> Iterator[LocalStack]:
     """Run `dgemma dev` until the block ends; raise RuntimeError (with the engine log) if it fails."""
     proc, port, engine_port = spawn_dev(engine_log)
-    ready = threading.Event()
-
-    def watch() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("dgemma ready:"):
-                ready.set()
-
-    threading.Thread(target=watch, daemon=True).start()
-    deadline = time.monotonic() + timeout_s
     try:
-        while not ready.wait(0.5):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                tail = engine_log.read_text()[-4000:] if engine_log.exists() else "(no engine log)"
-                raise RuntimeError(f"the local stack did not start; engine log tail:\n{tail}")
+        if not wait_ready(proc, timeout_s):
+            tail = engine_log.read_text()[-4000:] if engine_log.exists() else "(no engine log)"
+            raise RuntimeError(f"the local stack did not start; engine log tail:\n{tail}")
         yield LocalStack(
             url=f"http://127.0.0.1:{port}",
             engine_url=f"http://127.0.0.1:{engine_port}",
-            served_model=DEV_MODEL,
+            served_model=TINY_MODEL,
             proc=proc,
             engine_log=engine_log,
         )
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop(proc)

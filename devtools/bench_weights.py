@@ -3,7 +3,7 @@
 Both PATHS fetch the same objects, alternating, in one run; prints MB/s of each and the ratio.
 Loopback and 2 cores bound what this shows: it measures the client-side machinery, not GCS.
 
-    .venv/bin/python scripts/bench_weights.py [--files 4] [--mib 64] [--rounds 3]
+    .venv/bin/python -m devtools.bench_weights [--files 4] [--mib 64] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from deploy.localgcs import fake_gcs
 from deploy.weights import client_from_env, download, parse_gs, sha256_file, upload
+from devtools.gcs import fake_gcs
 
 console = Console()
 PATHS = ("single stream", "parallel files", "parallel + sliced")

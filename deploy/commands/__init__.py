@@ -1,0 +1,36 @@
+"""The `dgemma` subcommands, one module each.
+
+A command module has `NAME`, `HELP`, `REQUIRES` (modules it needs beyond the image's lock),
+`add_arguments(parser)` and `run(args) -> int`; `SERVICE = True` marks a long-running process
+that logs JSON lines. `run` parses nothing and calls into the room that does the work; errors are
+typed, and mapped to exit codes in one place (`deploy.cli.EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+from types import ModuleType
+from typing import Protocol, cast
+
+NAMES = ("dev", "run", "serve", "model", "fit", "weights", "quantize", "loadtest")
+
+
+class Command(Protocol):
+    NAME: str
+    HELP: str
+    REQUIRES: tuple[str, ...]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+def all_commands() -> list[Command]:
+    return [cast(Command, importlib.import_module(f"deploy.commands.{name}")) for name in NAMES]
+
+
+def missing(command: Command | ModuleType) -> list[str]:
+    """The modules a command needs that this installation lacks."""
+    return [m for m in getattr(command, "REQUIRES", ()) if importlib.util.find_spec(m) is None]

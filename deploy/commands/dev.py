@@ -1,0 +1,38 @@
+"""`dgemma dev`: the local stack (what `make dev` runs)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+NAME = "dev"
+HELP = "run the local stack: vLLM (CPU) on the tiny model + the gateway"
+REQUIRES: tuple[str, ...] = ()
+SERVICE = True  # long-running: refusals are JSON log lines
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, help="gateway port (default: $PORT or 8080)")
+    parser.add_argument("--engine-port", type=int, help="internal vLLM port (default 8100)")
+    parser.add_argument("--engine-log", type=Path, default=Path(".cache/engine.log"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.config import load
+    from app.observability import configure_logging
+    from app.settings import GatewaySettings
+    from deploy.devstack import DEV_GATEWAY_DEFAULTS, console, ensure_engine_env, ensure_tiny_model
+    from deploy.settings import SupervisorSettings
+    from deploy.supervisor import Supervisor
+
+    gateway = load(GatewaySettings, DEV_GATEWAY_DEFAULTS, port=args.port)
+    settings = load(SupervisorSettings, engine_port=args.engine_port)
+    configure_logging(settings.log_level, settings.gcp_project)
+    ensure_engine_env(settings.engine_python)
+    ensure_tiny_model(settings.model_dir, settings.engine_python)
+    console.print(
+        f"Starting vLLM (CPU, Triton interpreter) on {settings.model_dir}; log: {args.engine_log} "
+        "(about 30-60 s)"
+    )
+    supervisor = Supervisor(gateway, settings, weights=False, engine_log_path=args.engine_log)
+    return supervisor.run()

