@@ -28,8 +28,9 @@ COPY deploy /src/deploy
 COPY loadtest /src/loadtest
 RUN /opt/gateway/bin/pip install --no-cache-dir --no-deps /src && /opt/gateway/bin/dgemma --help >/dev/null
 
-# Baked weights (optional): --build-arg WEIGHTS_URL=gs://bucket/prefix downloads and verifies the
-# checkpoint at build time, for image-streaming cold starts. Empty: weights come from GCS at start.
+# Baked weights (optional): --build-arg WEIGHTS_URL=gs://bucket/prefix downloads and verifies every
+# file at build time (in Cloud Build: `docker build --network=cloudbuild` gives the step the build's
+# credentials) and stamps the checkpoint as verified. Empty: the weights come from GCS at start.
 FROM gateway AS weights
 ARG WEIGHTS_URL=""
 RUN mkdir -p /weights && if [ -n "$WEIGHTS_URL" ]; then \
@@ -41,10 +42,12 @@ FROM base AS runtime
 # FlashInfer module is still importable.
 RUN pip uninstall -y flashinfer-python flashinfer-cubin flashinfer-jit-cache flashinfer 2>/dev/null; \
     python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('flashinfer') is not None)"
-RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin dgemma \
-    && mkdir -p /weights && chown dgemma:dgemma /weights
+RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin dgemma
 COPY --from=gateway /opt/gateway /opt/gateway
-COPY --from=weights --chown=dgemma:dgemma /weights /weights
+# Read-only for everyone: image layers cannot change after the build verified them, so the stamp
+# lets `dgemma run` check sizes instead of hashing ~15 GB at every start. (`download` mode writes
+# to /tmp/weights instead.)
+COPY --from=weights --chmod=0555 /weights /weights
 ENV DGEMMA_ENGINE_MODE=gpu \
     DGEMMA_ENGINE_ATTENTION_BACKEND=TRITON_ATTN \
     DGEMMA_MODEL_DIR=/weights \

@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test test-fast lint docs bench bench-weights lock env engine-env clean
+.PHONY: dev test test-fast lint checkov docs bench bench-weights lock env engine-env clean
 
 dev: env engine-env  ## local stack: vLLM (CPU) on the tiny model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
@@ -18,14 +18,18 @@ test-fast: env  ## lint, then the tiers that need no engine (pure functions, the
 lint: env
 	bash scripts/lint.sh
 
-docs: env  ## regenerate the README's settings tables from the settings sections
+checkov:  ## checkov over terraform/ with this project's checks, offline (its own venv, created on first use)
+	bash scripts/checkov.sh terraform
+
+docs: env  ## regenerate the generated docs: settings and cold-start tables, terraform/README.md
 	$(VENV)/bin/python scripts/gen_docs.py
 
 bench: env engine-env  ## gateway overhead against the raw engine, side by side, on a local stack
 	$(VENV)/bin/python -m devtools.bench
 
-bench-weights: env  ## GCS download paths against the emulator, side by side
+bench-weights: env  ## GCS download paths against the emulator, and the baked-weights check (stamp vs sha256), side by side
 	$(VENV)/bin/python -m devtools.bench_weights
+	$(VENV)/bin/python -m devtools.bench_verify
 
 lock: env  ## regenerate the image's hashed lock of the gateway's dependencies (Python 3.12, x86_64)
 	$(VENV)/bin/uv pip compile pyproject.toml --python-version 3.12 --python-platform x86_64-manylinux_2_28 \
@@ -43,4 +47,4 @@ engine-env:
 	bash deploy/engine/setup_engine.sh $(ENGINE_VENV)
 
 clean:
-	rm -rf $(VENV) $(ENGINE_VENV) .cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(ENGINE_VENV) .venv-checkov .cache .build .pytest_cache .mypy_cache .ruff_cache

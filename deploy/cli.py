@@ -16,6 +16,8 @@ import sys
 from rich.console import Console
 
 from app.config import ConfigError
+from app.identity import IdentityError
+from deploy.cloud import DeployError
 from deploy.commands import all_commands, missing
 from deploy.fit import FitError
 from deploy.supervisor import StartRefused
@@ -29,7 +31,9 @@ EXIT_CODES: tuple[tuple[type[Exception], int, str], ...] = (
     (FitError, 2, "cannot fit"),
     (StartRefused, 2, "refusing to start"),
     (ProfileError, 2, "load-test profile"),
+    (IdentityError, 2, "ID token"),
     (GateError, 1, "load-test gate"),
+    (DeployError, 1, "deploy failed"),
 )
 log = logging.getLogger("deploy")
 
@@ -45,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         cmd = sub.add_parser(command.NAME, help=command.HELP, description=command.HELP)
         command.add_arguments(cmd)
-        cmd.set_defaults(run=command.run, service=getattr(command, "SERVICE", False))
+        cmd.set_defaults(run=command.run, logs_json=getattr(command, "SERVICE", False))
     if absent:
         parser.epilog = "Not installed here: " + "; ".join(absent) + "."
     return parser
@@ -60,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         for kind, code, label in EXIT_CODES:
             if isinstance(error, kind):
-                report(f"{label}: {error}", as_log=args.service)
+                report(f"{label}: {error}", as_log=args.logs_json)
                 return code
         raise
     return code

@@ -11,6 +11,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +27,10 @@ BIG_CONFIG = Path(__file__).resolve().parent / "models" / "diffusiongemma-26b-a4
 Scheme = Literal["bf16", "w4a16"]
 # What an L4 exposes to CUDA (nvidia-smi: 23,034 MiB) and a typical context + cuBLAS/Triton workspace.
 GPUS: dict[str, float] = {"l4": 23034 / 1024, "a100-40gb": 40960 / 1024 * 0.98, "h100-80gb": 81559 / 1024}
+# What nvidia-smi calls each GPU (its `name` field contains this).
+GPU_NAMES: dict[str, str] = {"l4": "L4", "a100-40gb": "A100", "h100-80gb": "H100"}
+# Cloud Run mounts the driver's tools here; PATH may not include it.
+NVIDIA_SMI_DIRS = ("/usr/local/nvidia/bin", "/usr/bin")
 CUDA_CONTEXT_GIB = 1.0
 THOUGHT_TOKENS = 4  # "<|channel>thought\n<channel|>" sits between the prompt and the canvas
 
@@ -212,6 +219,37 @@ def budget(arch: Arch, profile: Profile) -> Budget:
     return b
 
 
+def detect_gpu() -> tuple[str, float] | None:
+    """(name, memory in GiB) of the first GPU as nvidia-smi reports it, or None without one."""
+    path = os.environ.get("PATH", "") + os.pathsep + os.pathsep.join(NVIDIA_SMI_DIRS)
+    smi = shutil.which("nvidia-smi", path=path)
+    if smi is None:
+        return None
+    query = [smi, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"]
+    try:
+        out = subprocess.run(query, capture_output=True, text=True, timeout=30, check=True).stdout
+        name, mib = out.strip().splitlines()[0].rsplit(",", 1)
+        return name.strip(), float(mib) / 1024
+    except (subprocess.SubprocessError, OSError, ValueError, IndexError):
+        return None
+
+
+def check_gpu(profile: Profile, found: tuple[str, float] | None) -> None:
+    """Refuse a profile sized for another GPU than the one this instance has."""
+    if found is None:
+        raise FitError(
+            f"no NVIDIA GPU visible (nvidia-smi found nothing), but the fit profile sizes vLLM for "
+            f"{profile.gpu}: run with a GPU, or DGEMMA_ENGINE_MODE=cpu"
+        )
+    name, gib = found
+    expected = GPUS[profile.gpu]
+    if GPU_NAMES[profile.gpu] not in name or abs(gib - expected) > 0.05 * expected:
+        raise FitError(
+            f"this instance has a {name} with {gib:.1f} GiB, but the fit profile sizes vLLM for "
+            f"{profile.gpu} ({expected:.1f} GiB): set DGEMMA_ENGINE_GPU to the GPU it runs on"
+        )
+
+
 def check_fits(b: Budget) -> None:
     if b.total_gib > b.available_gib:
         biggest = sorted(b.rows, key=lambda r: -r[1])[:3]
@@ -282,3 +320,97 @@ def fit(settings: EngineSettings, checkpoint: Path | None = None, **overrides: A
         given = {"scheme": "w4a16", "group_size": 64} | given
     profile = dataclasses.replace(profile_for(settings, config), **given)
     return budget(Arch.from_config(config), profile)
+
+
+# -- the instance's host memory (the Cloud Run side) ---------------------------------------------
+
+WeightsMode = Literal["baked", "download", "gcs_fuse"]
+# In order of projected cold start (deploy/coldstart.py): the default is the first that fits.
+WEIGHTS_MODES: tuple[WeightsMode, ...] = ("baked", "download", "gcs_fuse")
+INSTANCE_MEMORY_GIB = 32.0  # Cloud Run's maximum with 8 vCPU, the most an L4 instance gets
+SHARD_BYTES = 5 * 10**9  # transformers' default max_shard_size: the largest file of a computed checkpoint
+PUBLISHED_BF16_BYTES = 51_647_701_024  # the full 26B-A4B bf16 checkpoint, vision tower included
+HOST_ESTIMATES: dict[str, tuple[float, str]] = {
+    "vllm": (
+        6.0,
+        "estimate: vLLM's API-server and engine-core processes with torch and CUDA (~2-3 GiB each)",
+    ),
+    "gateway": (0.2, "measured here: gateway and supervisor RSS on the CPU stack (~0.08 GiB each)"),
+    "gcsfuse": (0.64, "published: gcsfuse buffered reads hold at most 640 MB (release notes 3.3.0)"),
+    "headroom": (1.0, "estimate: kernel, page tables, Python heaps growing under load"),
+}
+
+
+@dataclass
+class HostBudget:
+    mode: WeightsMode
+    memory_gib: float
+    rows: list[tuple[str, float, str]] = field(default_factory=list)  # (item, GiB, how)
+
+    @property
+    def total_gib(self) -> float:
+        return sum(gib for _, gib, _ in self.rows)
+
+    @property
+    def fits(self) -> bool:
+        return self.total_gib <= self.memory_gib
+
+
+def checkpoint_bytes(b: Budget) -> tuple[int, int]:
+    """(total, largest file) of the checkpoint a GPU budget sizes, as files on disk: the weights it
+    computes plus the bf16 vision tower the published checkpoint keeps (served text-only, still stored)."""
+    text = sum(weight_bytes(b.arch, b.profile.scheme, b.profile.group_size).values())
+    vision = PUBLISHED_BF16_BYTES - sum(weight_bytes(load_arch(BIG_CONFIG), "bf16").values())
+    total = int(text + max(0, vision))
+    return total, min(total, SHARD_BYTES)
+
+
+def host_budget(
+    mode: WeightsMode, total_bytes: int, largest_bytes: int, memory_gib: float = INSTANCE_MEMORY_GIB
+) -> HostBudget:
+    """The instance's memory (its disk is memory too) while the engine loads, per weights mode."""
+    copy = total_bytes / GiB if mode == "download" else 0.0
+    # Loading reads a file into host memory before the GPU copy, unless that file already is memory.
+    load = 0.0 if mode == "download" else largest_bytes / GiB
+    b = HostBudget(mode, memory_gib)
+    b.rows = [
+        (
+            "checkpoint on the memory disk",
+            copy,
+            {
+                "download": "downloaded into the instance's in-memory filesystem",
+                "baked": "none: read-only image layers do not count against instance memory",
+                "gcs_fuse": "none: read in place from the Cloud Storage mount",
+            }[mode],
+        ),
+        ("file being loaded (estimate)", load, "page cache of the largest file while vLLM reads it"),
+        ("vLLM host memory", *HOST_ESTIMATES["vllm"]),
+        ("gateway + supervisor", *HOST_ESTIMATES["gateway"]),
+        (
+            "Cloud Storage FUSE",
+            HOST_ESTIMATES["gcsfuse"][0] if mode == "gcs_fuse" else 0.0,
+            HOST_ESTIMATES["gcsfuse"][1],
+        ),
+        ("headroom", *HOST_ESTIMATES["headroom"]),
+    ]
+    return b
+
+
+def check_host_fits(b: HostBudget) -> None:
+    if not b.fits:
+        raise FitError(
+            f"weights mode {b.mode!r} needs {b.total_gib:.1f} GiB of instance memory but the instance has "
+            f"{b.memory_gib:.0f} GiB; largest: "
+            + ", ".join(f"{item} {gib:.1f} GiB" for item, gib, _ in sorted(b.rows, key=lambda r: -r[1])[:2])
+            + ". Bake the checkpoint into the image (weights mode baked) or mount it (gcs_fuse)."
+        )
+
+
+def default_weights_mode(
+    total_bytes: int, largest_bytes: int, memory_gib: float = INSTANCE_MEMORY_GIB
+) -> WeightsMode:
+    """The fastest-starting mode whose host budget fits."""
+    for mode in WEIGHTS_MODES:
+        if host_budget(mode, total_bytes, largest_bytes, memory_gib).fits:
+            return mode
+    raise FitError(f"no weights mode fits {memory_gib:.0f} GiB of instance memory")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from app.config import KitSettings
 
@@ -66,9 +66,26 @@ class SupervisorSettings(EngineSettings):
     """`dgemma run` / `dgemma dev`: weights, then the engine, then the gateway, and their shutdown."""
 
     weights_url: str | None = None
-    """`gs://bucket/prefix` of the checkpoint: `dgemma run` downloads it into `model_dir` and verifies
-    it before the engine starts. Unset: the weights are baked into `model_dir` and only verified."""
+    """`gs://bucket/prefix` of the checkpoint, for the `download` and `gcs_fuse` modes."""
+    weights_mode: Literal["baked", "download", "gcs_fuse"] | None = None
+    """How `dgemma run` checks the checkpoint before the engine starts. `baked`: the files in
+    `model_dir` against their manifest (a read-only checkpoint stamped when the image was built: by
+    sizes). `download`: from `weights_url` into `model_dir`, every file verified. `gcs_fuse`:
+    `model_dir` is a Cloud Storage mount of `weights_url`; the objects are checked by the MD5/CRC32C
+    Cloud Storage keeps, nothing is read. Unset: `download` with a `weights_url`, else `baked`."""
     engine_startup_timeout_s: float = Field(300.0, gt=0)
     """How long the supervisor waits for the engine's /health before giving up."""
     shutdown_grace_s: float = Field(10.0, gt=0)
     """Time to drain and stop every process after SIGTERM (Cloud Run allows 10 s)."""
+
+    @model_validator(mode="after")
+    def _mode_needs_url(self) -> SupervisorSettings:
+        if self.weights_mode in ("download", "gcs_fuse") and not self.weights_url:
+            raise ValueError(
+                f"weights mode {self.weights_mode} needs DGEMMA_WEIGHTS_URL (gs://bucket/prefix)"
+            )
+        return self
+
+    @property
+    def resolved_weights_mode(self) -> Literal["baked", "download", "gcs_fuse"]:
+        return self.weights_mode or ("download" if self.weights_url else "baked")

@@ -194,10 +194,21 @@ def _cpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
 
 def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], dict[str, str]]:
     """`vllm serve` in the CUDA image, sized by the fit profile of the checkpoint's config.json."""
-    from deploy.fit import Arch, budget, check_fits, load_config, profile_for, vllm_flags
+    from deploy.fit import (
+        Arch,
+        budget,
+        check_fits,
+        check_gpu,
+        detect_gpu,
+        load_config,
+        profile_for,
+        vllm_flags,
+    )
 
     config = load_config(engine.model_dir)
-    fitted = budget(Arch.from_config(config), profile_for(engine, config))
+    profile = profile_for(engine, config)
+    check_gpu(profile, detect_gpu())  # the GPU it really runs on, not the one the settings name
+    fitted = budget(Arch.from_config(config), profile)
     check_fits(fitted)  # refuse to start rather than die later in vLLM's memory profiling
     argv = [
         "vllm", "serve", str(engine.model_dir),
@@ -211,11 +222,15 @@ def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
 
 
 def weights_command(settings: SupervisorSettings) -> list[str]:
-    """Download (weights_url) or verify (baked) the checkpoint: a child, so SIGTERM can stop it."""
+    """The weights step per mode (download, verify baked files, or check the mounted bucket): a
+    child process, so SIGTERM can stop it."""
     cli = [sys.executable, "-m", "deploy.cli", "weights"]
-    if settings.weights_url:
-        return [*cli, "download", settings.weights_url, str(settings.model_dir)]
-    return [*cli, "verify", str(settings.model_dir)]
+    mode, url, model_dir = settings.resolved_weights_mode, settings.weights_url, str(settings.model_dir)
+    if mode == "download" and url:
+        return [*cli, "download", url, model_dir]
+    if mode == "gcs_fuse" and url:
+        return [*cli, "verify-remote", url, "--mounted", model_dir]
+    return [*cli, "verify", model_dir]
 
 
 class Supervisor:

@@ -1,23 +1,31 @@
-"""Weights to and from GCS with a manifest (file list, sizes, sha256) beside the checkpoint.
+"""Weights to and from GCS with a manifest (file list, sizes, sha256, and GCS's own MD5 and CRC32C)
+beside the checkpoint.
 
 upload: every file in parallel, then `manifest.json` last, so a half-finished upload has no manifest
 and no download will start from it. download: google-cloud-storage's transfer manager (files in
 parallel, large files in concurrent slices); files that already verify are skipped, so an
 interrupted download resumes; every file is checked against the manifest before it is moved into
 place, and a mismatch or a missing object stops with a message naming the object.
+verify: against the manifest; a checkpoint that was fully verified and then made read-only (the
+image's baked weights) carries a stamp, so its start-time check compares sizes instead of hashing
+15 GB again. verify_remote: the bucket's objects against the manifest by the MD5 and CRC32C that
+Cloud Storage keeps, without downloading them (a FUSE-mounted checkpoint).
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import google_crc32c
 import requests
 from google.api_core import exceptions as gexc
 from google.auth import exceptions as auth_exc
@@ -25,6 +33,7 @@ from google.cloud import storage
 from google.cloud.storage import transfer_manager
 
 MANIFEST = "manifest.json"
+STAMP = ".verified"  # beside the manifest: {"manifest_sha256": ...} after a full verification
 SLICE_BYTES = 32 * 2**20  # files above this are downloaded in concurrent slices
 Progress = Callable[[int], None]  # called with bytes done
 
@@ -77,6 +86,8 @@ class Entry:
     name: str
     size: int
     sha256: str
+    md5: str = ""  # base64, as Cloud Storage reports md5Hash ("" in manifests before they were kept)
+    crc32c: str = ""  # base64, big-endian, as Cloud Storage reports it
 
 
 @dataclass(frozen=True)
@@ -118,12 +129,33 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def entry_for(path: Path, name: str) -> Entry:
+    """A manifest entry: sha256 (ours) plus the MD5 and CRC32C Cloud Storage computes, in one read."""
+    sha, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
+    crc = google_crc32c.Checksum()  # type: ignore[no-untyped-call]
+    with path.open("rb") as f:
+        while chunk := f.read(8 * 2**20):
+            sha.update(chunk)
+            md5.update(chunk)
+            crc.update(chunk)  # type: ignore[no-untyped-call]
+    crc_digest: bytes = crc.digest()  # type: ignore[no-untyped-call]
+    md5_b64, crc_b64 = (base64.b64encode(d).decode() for d in (md5.digest(), crc_digest))
+    return Entry(name, path.stat().st_size, sha.hexdigest(), md5_b64, crc_b64)
+
+
 def build_manifest(src: Path) -> Manifest:
-    files = sorted(p for p in src.rglob("*") if p.is_file() and p.name != MANIFEST)
+    files = sorted(p for p in src.rglob("*") if p.is_file() and p.name not in (MANIFEST, STAMP))
     if not files:
         raise WeightsError(f"{src} has no files to upload")
-    entries = tuple(Entry(p.relative_to(src).as_posix(), p.stat().st_size, sha256_file(p)) for p in files)
+    entries = tuple(entry_for(p, p.relative_to(src).as_posix()) for p in files)
     return Manifest(entries, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+
+
+def same_files(a: Manifest, b: Manifest) -> bool:
+    """Whether two manifests describe the same checkpoint (names, sizes, contents)."""
+    return sorted((e.name, e.size, e.sha256) for e in a.files) == sorted(
+        (e.name, e.size, e.sha256) for e in b.files
+    )
 
 
 def _blob_name(prefix: str, name: str) -> str:
@@ -263,6 +295,7 @@ def _download(
         if progress:
             progress(entry.size)
     (dst / MANIFEST).write_text(manifest.to_json())
+    write_stamp(dst)  # every file was just checked (downloaded ones, and the skipped ones above)
     return DownloadReport(tuple(e.name for e in todo), tuple(skipped), sum(e.size for e in todo))
 
 
@@ -289,13 +322,68 @@ def _accept(dst: Path, entry: Entry, bucket: str, name: str) -> None:
     os.replace(partial, dst / entry.name)
 
 
-def verify(directory: Path) -> list[str]:
-    """Problems of a local checkpoint against its manifest.json (empty when it verifies)."""
+def verify(directory: Path, *, full: bool = False) -> list[str]:
+    """Problems of a local checkpoint against its manifest.json (empty when it verifies). Unless
+    `full`, a read-only checkpoint whose stamp names this manifest is checked by sizes only."""
     path = directory / MANIFEST
     if not path.is_file():
         return [f"{path} is missing"]
     manifest = Manifest.from_json(path.read_text(), str(path))
+    sized = [
+        f"{e.name}: missing or not {e.size} bytes"
+        for e in manifest.files
+        if not (directory / e.name).is_file() or (directory / e.name).stat().st_size != e.size
+    ]
+    if not full and not sized and _stamped(directory, [path, *(directory / e.name for e in manifest.files)]):
+        return []
     return [p for e in manifest.files if (p := _problem(directory / e.name, e)) is not None]
+
+
+def write_stamp(directory: Path) -> None:
+    """Record that every file of `directory` was just verified against its manifest."""
+    digest = hashlib.sha256((directory / MANIFEST).read_bytes()).hexdigest()
+    stamp = {"manifest_sha256": digest, "verified": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+    (directory / STAMP).write_text(json.dumps(stamp) + "\n")
+
+
+def _stamped(directory: Path, files: list[Path]) -> bool:
+    """A stamp for this very manifest (`files[0]`), on a checkpoint nobody may write to (no write
+    bit on the directory, the stamp or any file): the image's baked weights, verified at build."""
+    stamp = directory / STAMP
+    if not stamp.is_file():
+        return False
+    writable = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+    if any(p.stat().st_mode & writable for p in (directory, stamp, *files)):
+        return False
+    try:
+        recorded = json.loads(stamp.read_text())["manifest_sha256"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return bool(recorded == hashlib.sha256(files[0].read_bytes()).hexdigest())
+
+
+def verify_remote(url: str, client: storage.Client, *, mounted: Path | None = None) -> list[str]:
+    """Problems of the objects under `url` against its manifest, by the MD5 and CRC32C Cloud Storage
+    keeps (nothing is downloaded); with `mounted`, also the files a FUSE mount of it shows (sizes)."""
+    manifest = fetch_manifest(url, client)
+    bucket_name, prefix = parse_gs(url)
+    with _named_refusals(url):
+        blobs = {b.name: b for b in client.list_blobs(bucket_name, prefix=f"{prefix}/" if prefix else None)}
+    problems = []
+    for e in manifest.files:
+        name = _blob_name(prefix, e.name)
+        blob = blobs.get(name)
+        if not e.md5 or not e.crc32c:
+            problems.append(f"{e.name}: the manifest has no MD5/CRC32C (uploaded by an older kit): re-upload")
+        elif blob is None:
+            problems.append(f"gs://{bucket_name}/{name}: missing")
+        elif (blob.size, blob.md5_hash, blob.crc32c) != (e.size, e.md5, e.crc32c):
+            problems.append(f"gs://{bucket_name}/{name}: size or checksums differ from the manifest")
+        if mounted is not None:
+            local = mounted / e.name
+            if not local.is_file() or local.stat().st_size != e.size:
+                problems.append(f"{local}: not visible in the mount with {e.size} bytes")
+    return problems
 
 
 def client_from_env(project: str | None = None) -> storage.Client:

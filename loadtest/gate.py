@@ -2,8 +2,9 @@
 in two phases (single-step latency at 1 user, batch@32 throughput), then the gateway's overhead against
 the raw engine; reports (Locust CSV + HTML, a PNG chart, a markdown summary) and a verdict.
 
-A library: URLs and credentials in, numbers and reports out. It raises ProfileError (a bad profile or
-override) and GateError (the gate could not measure); a missed target is a result, not an error.
+A library: URLs and the requests' headers in (the caller builds them: API key, ID token), numbers and
+reports out. It raises ProfileError (a bad profile or override) and GateError (the gate could not
+measure); a missed target is a result, not an error.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from typing import Any
 import httpx
 from rich.console import Console
 
+from app.config import env_names
 from app.polling import wait_until
 from loadtest import overhead as bench
 from loadtest.corpus import ALERTS, QUESTIONS, decision_body
@@ -31,6 +35,10 @@ from loadtest.validate import problem
 
 PROFILES = Path(__file__).parent / "profiles.toml"
 LOCUSTFILE = Path(__file__).parent / "locustfile.py"
+# The headers of every request, or what builds them: called again at each phase, so a token it
+# carries is fresh for that phase.
+Headers = Mapping[str, str] | Callable[[], Mapping[str, str]]
+HEADERS_ENV = env_names(LoadtestSettings)["loadtest_headers"][0]  # how the Locust users get them
 console = Console(stderr=True, soft_wrap=True)
 
 
@@ -96,7 +104,12 @@ class Phase:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
-def warm_up(host: str, auth: LoadtestSettings, timeout_s: float) -> float:
+def resolve(headers: Headers) -> dict[str, str]:
+    """The headers to send now."""
+    return dict(headers() if callable(headers) else headers)
+
+
+def warm_up(host: str, headers: Mapping[str, str], timeout_s: float) -> float:
     """Seconds until /readyz is 200 and one decision validates (the cold start, outside the SLO)."""
     start = time.monotonic()
     body = decision_body(ALERTS[0], "throughput")
@@ -115,17 +128,17 @@ def warm_up(host: str, auth: LoadtestSettings, timeout_s: float) -> float:
             last[0] = why
         return why is None
 
-    with httpx.Client(base_url=host, timeout=60, headers=auth.headers()) as http:
+    with httpx.Client(base_url=host, timeout=60, headers=dict(headers)) as http:
         if wait_until(lambda: valid_decision(http), timeout_s, interval_s=1.0):
             return time.monotonic() - start
     raise GateError(f"warm-up: no valid decision from {host} within {timeout_s:.0f} s (last: {last[0]})")
 
 
-def run_locust(host: str, phase: Phase, profile: Profile, out: Path, auth: LoadtestSettings) -> None:
+def run_locust(host: str, phase: Phase, profile: Profile, out: Path, headers: Mapping[str, str]) -> None:
     """One Locust run, headless; its CSVs and HTML land in `out` (an absolute path)."""
-    env = {**os.environ}
-    if auth.loadtest_api_key:  # the users read the same section
-        env["DGEMMA_LOADTEST_API_KEY"] = auth.loadtest_api_key.get_secret_value()
+    # The users read the headers from their settings section; an env var, not a flag, so that a
+    # token in them does not show in `ps`.
+    env = {**os.environ, HEADERS_ENV: json.dumps(dict(headers))}
     cmd = [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--host", host,
         "-u", str(phase.users), "-r", str(phase.users), "-t", f"{phase.seconds}s",
@@ -266,24 +279,26 @@ def run(
     profile: Profile,
     out: Path,
     *,
-    auth: LoadtestSettings | None = None,
+    headers: Headers | None = None,
     engine_url: str | None = None,
     warmup_timeout_s: float = 900,
 ) -> list[str]:
-    """Run the gate against `host`; the missed targets (empty: pass). Reports land in `out`."""
-    auth = auth or LoadtestSettings()
+    """Run the gate against `host`; the missed targets (empty: pass). Reports land in `out`.
+    `headers` go with every request to `host` (default: LoadtestSettings' API-key header)."""
+    if headers is None:
+        headers = LoadtestSettings().headers()
     out = out.resolve()  # one meaning, whatever directory Locust or the caller runs in
     out.mkdir(parents=True, exist_ok=True)
-    cold_start = warm_up(host, auth, warmup_timeout_s)
+    cold_start = warm_up(host, resolve(headers), warmup_timeout_s)
     console.print(f"warm: {cold_start:.1f} s to the first valid decision")
     latency = Phase("latency", 1, profile.latency_seconds)
     throughput = Phase("throughput", profile.users, profile.throughput_seconds)
     for phase in (latency, throughput):
-        run_locust(host, phase, profile, out, auth)
+        run_locust(host, phase, profile, out, resolve(headers))
     measured = measurements(latency, throughput, questions=len(QUESTIONS))
     overhead = None
     if engine_url:
-        times = bench.run(host, engine_url, profile.overhead_rounds, auth)
+        times = bench.run(host, engine_url, profile.overhead_rounds, resolve(headers))
         overhead = bench.ratios(times)
     missed = check(profile.targets, measured)
     chart(latency, throughput, out / "chart.png")

@@ -1,9 +1,9 @@
 """Locust users for the gate: alert-classification decisions, every response body validated.
 
 Run by `dgemma loadtest` (one Locust process per phase) with `--phase latency` (one question per
-request) or `--phase throughput` (the three alert questions) and `--read-policy`; the bearer token
-comes from the gate's settings (DGEMMA_LOADTEST_API_KEY). Debug one user with
-`python loadtest/locustfile.py`.
+request) or `--phase throughput` (the three alert questions) and `--read-policy`; the headers come
+from the gate's settings (DGEMMA_LOADTEST_HEADERS, which the gate sets: the API key and any ID token;
+else DGEMMA_LOADTEST_API_KEY). Debug one user with `python loadtest/locustfile.py`.
 """
 
 from __future__ import annotations

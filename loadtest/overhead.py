@@ -13,6 +13,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,22 +68,25 @@ def engine_model(engine: str) -> str:
     return str(r.json()["data"][0]["id"])
 
 
-def run(gateway: str, engine: str, rounds: int, auth: LoadtestSettings | None = None) -> Times:
+def run(gateway: str, engine: str, rounds: int, headers: Mapping[str, str] | None = None) -> Times:
+    """`headers` go to the gateway only (default: LoadtestSettings' API-key header); the raw engine
+    is reached on an internal address and checks no credentials."""
     model = engine_model(engine)
     times: Times = {"engine": [], "gateway": []}
-    headers = (auth or LoadtestSettings()).headers()
-    with httpx.Client(timeout=120, headers=headers) as http, Progress(console=console) as progress:
+    gateway_headers = dict(LoadtestSettings().headers() if headers is None else headers)
+    with httpx.Client(timeout=120) as http, Progress(console=console) as progress:
         task = progress.add_task("alternating requests", total=rounds)
 
         def send(path: str, alert: dict[str, Any]) -> None:
             # The gate's own requests; the gateway reads once per question, as the engine does.
             body = decision_body(alert, "throughput", read_policy="single")
+            sent: dict[str, str] = {}
             if path == "engine":
                 url, body = f"{engine}/v1/systemone", {"model": model, "state": alert, "questions": QUESTIONS}
             else:
-                url = f"{gateway}/v1/systemone"
+                url, sent = f"{gateway}/v1/systemone", gateway_headers
             start = time.perf_counter()
-            r = http.post(url, json=body)
+            r = http.post(url, json=body, headers=sent)
             elapsed = time.perf_counter() - start
             r.raise_for_status()
             times[path].append(elapsed)

@@ -1,12 +1,15 @@
-"""Regenerate README's settings tables from the settings sections; `--check` fails when stale.
+"""Regenerate the generated parts of the docs; `--check` fails when one is stale.
 
-The sections, each owned by the room of the process that reads it, are listed here and nowhere
-else; a field inherited from a listed section appears once, under the section that declares it.
+- README.md, settings: from the settings sections, each owned by the room of the process that reads
+  it (listed here and nowhere else; an inherited field appears once, under the section declaring it);
+- README.md, cold start: from deploy/coldstart.py;
+- terraform/README.md, inputs and outputs: from terraform/variables.tf and outputs.tf.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -15,8 +18,9 @@ from app.settings import GatewaySettings
 from deploy.settings import EngineSettings, SupervisorSettings
 from loadtest.settings import LoadtestSettings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-START, END = "<!-- settings:start -->", "<!-- settings:end -->"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+TERRAFORM_README = ROOT / "terraform" / "README.md"
 # (heading, section, the file that declares it, who reads it)
 SECTIONS: list[tuple[str, type[KitSettings], str, str]] = [
     ("Every process", KitSettings, "app/config.py", "every entry point"),
@@ -62,23 +66,71 @@ def tables() -> str:
     return "\n\n".join(out)
 
 
+def coldstart() -> str:
+    from deploy.coldstart import phases, total
+    from deploy.fit import WEIGHTS_MODES
+
+    rows = ["| weights mode | phase | seconds | kind | how |", "| --- | --- | ---: | --- | --- |"]
+    for mode in WEIGHTS_MODES:
+        for p in phases(mode):
+            rows.append(f"| {mode} | {p.name} | {p.low_s:.0f}-{p.high_s:.0f} | {p.kind} | {p.how} |")
+        low, high = total(mode)
+        rows.append(f"| **{mode}** | **total** | **{low:.0f}-{high:.0f}** | projected | |")
+    return "\n".join(rows)
+
+
+def terraform_tables() -> str:
+    import hcl2
+    from hcl2 import SerializationOptions
+
+    opts = SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
+
+    def blocks(name: str, kind: str) -> dict[str, dict[str, object]]:
+        with (ROOT / "terraform" / name).open() as f:
+            parsed = hcl2.load(f, serialization_options=opts).get(kind, [])
+        return {k: v for block in parsed for k, v in block.items()}
+
+    rows = ["| input | type | default | description |", "| --- | --- | --- | --- |"]
+    for name, v in blocks("variables.tf", "variable").items():
+        kind = str(v.get("type", "")).removeprefix("${").removesuffix("}")
+        default = "required" if "default" not in v else f"`{json.dumps(v['default'])}`"
+        rows.append(f"| `{name}` | `{kind}` | {default} | {v.get('description', '')} |")
+    rows += ["", "| output | description |", "| --- | --- |"]
+    for name, o in blocks("outputs.tf", "output").items():
+        rows.append(f"| `{name}` | {o.get('description', '')} |")
+    return "\n".join(rows)
+
+
+def replace(text: str, marker: str, content: str) -> str:
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
+    if start not in text or end not in text:
+        raise SystemExit(f"the {start} ... {end} markers are missing")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{content}\n{end}{tail}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    text = README.read_text()
-    if START not in text or END not in text:
-        print(f"README.md lacks the {START} ... {END} markers", file=sys.stderr)
-        return 1
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    new = f"{head}{START}\n{tables()}\n{END}{tail}"
-    if args.check:
+    generated = {
+        README: [("settings", tables()), ("coldstart", coldstart())],
+        TERRAFORM_README: [("terraform", terraform_tables())],
+    }
+    stale = []
+    for path, parts in generated.items():
+        text = path.read_text()
+        new = text
+        for marker, content in parts:
+            new = replace(new, marker, content)
         if new != text:
-            print("README.md's settings tables are stale: run `make docs`", file=sys.stderr)
-            return 1
-        return 0
-    README.write_text(new)
+            stale.append(path.name)
+            if not args.check:
+                path.write_text(new)
+    if args.check and stale:
+        print(f"stale generated docs in {', '.join(stale)}: run `make docs`", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -146,3 +152,123 @@ def in_process(app: Any) -> httpx.AsyncClient:
         headers={"authorization": "Bearer test"},
         timeout=30,
     )
+
+
+def fake_nvidia_smi(directory: Any, name: str = "NVIDIA L4", mib: int = 23034) -> None:
+    """A stand-in `nvidia-smi` (no GPU here) answering the one query the supervisor makes, as the real
+    one does: `NAME, MEMORY_MIB` per GPU. Put `directory` first on PATH."""
+    script = directory / "nvidia-smi"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--query-gpu=name,memory.total*) '
+        f'echo "{name}, {mib}";; *) echo "unexpected: $*" >&2; exit 2;; esac\n'
+    )
+    script.chmod(0o755)
+
+
+# -- Terraform: parsed files and the real CLI on what needs no provider ------------------------------
+
+TERRAFORM = Path(__file__).resolve().parents[1] / "terraform"
+TERRAFORM_ENV = {"TF_CLI_CONFIG_FILE": "/dev/null", "TF_IN_AUTOMATION": "1", "TF_INPUT": "0"}
+
+
+def hcl(path: Path) -> dict[str, Any]:
+    """A .tf file as python-hcl2 reads it: quotes stripped, blocks as lists of dicts."""
+    import hcl2
+    from hcl2 import SerializationOptions
+
+    opts = SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
+    with path.open() as f:
+        parsed: dict[str, Any] = hcl2.load(f, serialization_options=opts)
+    return parsed
+
+
+def terraform_eval(
+    workdir: Path, expressions: dict[str, str], variables: dict[str, Any]
+) -> dict[str, Any] | str:
+    """Evaluate expressions with the real `terraform` CLI, offline: the module's variables (their
+    validation blocks included) and its provider-free locals are copied into `workdir`, which then needs
+    no provider. The values by name, or Terraform's error text when a validation refuses the variables."""
+    (workdir / "variables.tf").write_text((TERRAFORM / "variables.tf").read_text())
+    locals_block = re.search(r"^locals \{.*?^\}", (TERRAFORM / "main.tf").read_text(), re.S | re.M)
+    assert locals_block, "terraform/main.tf has no locals block"
+    outputs = "".join(f'output "{name}" {{\n  value = {expr}\n}}\n' for name, expr in expressions.items())
+    (workdir / "main.tf").write_text(locals_block.group(0) + "\n" + outputs)
+    (workdir / "terraform.tfvars.json").write_text(json.dumps(variables))
+
+    def tf(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, **TERRAFORM_ENV}
+        return subprocess.run(["terraform", *args], cwd=workdir, env=env, capture_output=True, text=True)
+
+    assert tf("init", "-no-color").returncode == 0
+    applied = tf("apply", "-no-color", "-auto-approve")
+    if applied.returncode != 0:
+        return applied.stderr
+    return {name: o["value"] for name, o in json.loads(tf("output", "-json").stdout).items()}
+
+
+# -- a fake Google Cloud project for `dgemma deploy` (devtools/fakecloud.py) ---------------------------
+
+PROJECT, REGION = "my-gpu-project", "europe-west4"
+WEIGHTS_BUCKET = f"{PROJECT}-dgemma-weights"
+FAST_GATE = ["--profile", "cpu-smoke", "--latency-seconds", "2", "--throughput-seconds", "2"]
+
+
+class Cloud:
+    """A fake project (the gcloud/terraform stand-ins' state), and `dgemma` commands run against it."""
+
+    def __init__(self, root: Path, service: str, gcs: str, checkpoint: Path) -> None:
+        from devtools import fakecloud
+
+        self.bin, self.state_path, self.work = root / "bin", root / "cloud.json", root / "work"
+        self.env = {**os.environ, "PATH": f"{self.bin}:{os.environ['PATH']}", "STORAGE_EMULATOR_HOST": gcs}
+        self.checkpoint = checkpoint
+        initial = {
+            "service_url": service,
+            "candidate_url": service,
+            "buckets": {WEIGHTS_BUCKET: REGION.upper()},
+        }
+        fakecloud.install(self.bin, self.state_path, initial)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        from devtools import fakecloud
+
+        return fakecloud.load(self.state_path)
+
+    def set(self, **changes: Any) -> None:
+        self.state_path.write_text(json.dumps({**self.state, **changes}))
+
+    def dgemma(self, *args: str, region: str = REGION, **env: str) -> subprocess.CompletedProcess[str]:
+        common = ["--project", PROJECT, "--region", region, "--workdir", str(self.work)]
+        argv = [sys.executable, "-m", "deploy.cli", *args, *common]
+        # From a directory of its own: the deploy must work wherever the operator stands.
+        return subprocess.run(
+            argv, cwd=self.work.parent, env={**self.env, **env}, capture_output=True, text=True, timeout=300
+        )
+
+    def deploy(self, *extra: str, region: str = REGION, **env: str) -> subprocess.CompletedProcess[str]:
+        flags = [
+            "--checkpoint",
+            str(self.checkpoint),
+            "--allow-dirty",
+            "--id-token",
+            "off",
+            "--warmup-seconds",
+            "30",
+        ]
+        return self.dgemma("deploy", *flags, *FAST_GATE, *extra, region=region, **env)
+
+    def calls(self, since: int = 0) -> list[str]:
+        """The calls, as short names: `terraform apply`, `gcloud builds submit`, ..."""
+        names = []
+        for call in self.state["calls"][since:]:
+            words = [w for w in call[1:] if not w.startswith("-")]
+            names.append(" ".join([call[0], *words[:2]]))
+        return names
+
+    def traffic(self) -> list[list[Any]]:
+        service = self.state["service"]
+        assert service is not None
+        traffic: list[list[Any]] = service["traffic"]
+        return traffic

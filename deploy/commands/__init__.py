@@ -14,7 +14,10 @@ import importlib.util
 from types import ModuleType
 from typing import Protocol, cast
 
-NAMES = ("dev", "run", "serve", "model", "fit", "weights", "quantize", "loadtest")
+NAMES = (
+    *("dev", "run", "serve", "model", "fit", "weights", "quantize", "loadtest"),
+    *("deploy", "destroy", "keys"),
+)
 
 
 class Command(Protocol):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from deploy.auth import MODES
+
 NAME = "loadtest"
 HELP = "the rollout gate: Locust latency + batch@32 phases vs a profile (exit 1 naming missed targets)"
 REQUIRES: tuple[str, ...] = ("locust", "matplotlib")
@@ -23,22 +25,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warmup-seconds", type=float, default=900, help="how long to wait for a ready service (cold start)"
     )
+    parser.add_argument(
+        "--id-token",
+        choices=MODES,
+        default="off",
+        help="also send a Google ID token for the host (a private Cloud Run service): auto = google-auth "
+        "(service-account key, metadata server), else `gcloud auth print-identity-token`; gcloud = only "
+        "gcloud (default: off)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.config import load
-    from loadtest.gate import Profile
+    from app.config import ConfigError, load
+    from app.identity import audience_of
+    from deploy.auth import id_tokens
+    from loadtest.gate import Headers, Profile
     from loadtest.gate import run as gate
     from loadtest.settings import LoadtestSettings
 
     profile = Profile.load(args.profile).overridden(
         args.target, args.latency_seconds, args.throughput_seconds
     )
+    settings = load(LoadtestSettings)
+    headers: Headers = settings.headers()
+    if args.id_token != "off":
+        if settings.loadtest_headers is not None:
+            raise ConfigError("DGEMMA_LOADTEST_HEADERS and --id-token both set the headers: use one")
+        tokens, audience, key = id_tokens(args.id_token), audience_of(args.host), settings.api_key()
+
+        def fresh() -> dict[str, str]:
+            """Asked again at each phase of the gate: the same token until shortly before it expires."""
+            return tokens.headers(audience, key)
+
+        fresh()  # no token, no gate: fail before the warm-up
+        headers = fresh
     missed = gate(
         args.host,
         profile,
         args.out,
-        auth=load(LoadtestSettings),
+        headers=headers,
         engine_url=args.engine_url,
         warmup_timeout_s=args.warmup_seconds,
     )

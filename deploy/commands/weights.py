@@ -20,9 +20,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     down.add_argument("dst", type=Path)
     down.add_argument("--workers", type=int, default=8)
     check = actions.add_parser(
-        "verify", help="check a local checkpoint against its manifest.json (exit 1 on problems)"
+        "verify",
+        help="check a local checkpoint against its manifest.json (exit 1 on problems); a read-only "
+        "checkpoint stamped at its verification (baked weights) is checked by sizes",
     )
     check.add_argument("dir", type=Path)
+    check.add_argument("--full", action="store_true", help="hash every file, whatever the stamp says")
+    remote = actions.add_parser(
+        "verify-remote",
+        help="check the objects under a gs:// prefix against its manifest by Cloud Storage's MD5 and "
+        "CRC32C, without downloading (exit 1 on problems)",
+    )
+    remote.add_argument("url", help="gs://bucket/prefix")
+    remote.add_argument("--mounted", type=Path, help="a FUSE mount of the prefix: check its files' sizes too")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,10 +45,13 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True, soft_wrap=True)
     started = time.monotonic()
-    if args.action == "verify":
-        problems = weights.verify(args.dir)
+    if args.action in ("verify", "verify-remote"):
+        if args.action == "verify":
+            problems = weights.verify(args.dir, full=args.full)
+        else:
+            problems = weights.verify_remote(args.url, weights.client_from_env(), mounted=args.mounted)
         for p in problems:
-            console.print(f"[red]{p}[/]")
+            console.print(p, style="red", markup=False)
         elapsed = time.monotonic() - started
         console.print(f"verified in {elapsed:.1f} s" if not problems else f"{len(problems)} problem(s)")
         return 1 if problems else 0

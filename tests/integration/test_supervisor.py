@@ -19,7 +19,7 @@ import pytest
 
 from deploy.weights import MANIFEST, build_manifest
 from devtools.stack import ROOT, free_port, local_stack, spawn_dev
-from tests.helpers import ALERT_QUESTIONS, decision
+from tests.helpers import ALERT_QUESTIONS, decision, fake_nvidia_smi
 
 pytestmark = pytest.mark.engine
 
@@ -103,17 +103,32 @@ def test_engine_death_ends_the_supervisor_with_an_error(tmp_path: Path) -> None:
             httpx.get(f"{stack.url}/healthz", timeout=2)
 
 
-def test_gpu_mode_is_refused_when_the_profile_cannot_fit(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("gpu", "refusal"),
+    [
+        (("NVIDIA L4", 23034), "cannot fit: needs"),  # the right GPU, a checkpoint too big for it
+        (("NVIDIA A100-SXM4-40GB", 40960), "cannot fit: this instance has a NVIDIA A100-SXM4-40GB"),
+        (None, "cannot fit: no NVIDIA GPU visible"),
+    ],
+)
+def test_gpu_mode_refuses_before_anything_starts(
+    tmp_path: Path, gpu: tuple[str, int] | None, refusal: str
+) -> None:
     model = tmp_path / "model"
     model.mkdir()
     config = json.loads((ROOT / "deploy/models/diffusiongemma-26b-a4b.config.json").read_text())
     (model / "config.json").write_text(json.dumps(config))  # bf16 (no quantization_config): 47 GiB
     (model / MANIFEST).write_text(build_manifest(model).to_json())  # baked weights that verify
+    path = os.environ["PATH"]
+    if gpu is not None:  # this machine has no GPU: a stand-in nvidia-smi says which one "it" has
+        fake_nvidia_smi(tmp_path, *gpu)
+        path = f"{tmp_path}:{path}"
     done = subprocess.run(
         [sys.executable, "-m", "deploy.cli", "run", "--port", str(free_port())],
         cwd=ROOT,
         env={
             **os.environ,
+            "PATH": path,
             "DGEMMA_ENGINE_MODE": "gpu",
             "DGEMMA_MODEL_DIR": str(model),
             "DGEMMA_ALLOW_ANY_KEY": "true",
@@ -123,5 +138,7 @@ def test_gpu_mode_is_refused_when_the_profile_cannot_fit(tmp_path: Path) -> None
         timeout=60,
     )
     assert done.returncode == 2
-    (refusal,) = [json.loads(line) for line in done.stderr.splitlines() if '"severity": "ERROR"' in line]
-    assert refusal["message"].startswith("cannot fit: needs") and "weights: experts" in refusal["message"]
+    (line,) = [json.loads(line) for line in done.stderr.splitlines() if '"severity": "ERROR"' in line]
+    assert line["message"].startswith(refusal), line["message"]
+    if gpu and "L4" in gpu[0]:
+        assert "weights: experts" in line["message"]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -17,7 +18,16 @@ import httpx
 import pytest
 from google.cloud import storage
 
-from deploy.weights import MANIFEST, WeightsError, client_from_env, download, upload, verify
+from deploy.weights import (
+    MANIFEST,
+    STAMP,
+    WeightsError,
+    client_from_env,
+    download,
+    upload,
+    verify,
+    verify_remote,
+)
 from devtools.gcs import fake_gcs
 from devtools.stack import ROOT, LocalStack, free_port, wait_ready
 
@@ -273,3 +283,99 @@ def test_run_downloads_the_tiny_model_from_gcs_then_serves(
     assert vllm, "vLLM's output reaches the log stream as JSON"
     assert {"INFO", "WARNING"} <= {e["severity"] for e in vllm}
     assert any(e.get("vllm_process") == "APIServer" and e.get("source") for e in vllm)
+
+
+@contextmanager
+def read_only(directory: Path) -> Iterator[None]:
+    """No write bit anywhere in `directory` for the block (root still writes: the tests run as root)."""
+    for path in (*directory.rglob("*"), directory):
+        path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        yield
+    finally:
+        for path in (directory, *directory.rglob("*")):
+            path.chmod(path.stat().st_mode | 0o200)
+
+
+def test_a_read_only_stamped_checkpoint_is_checked_by_sizes(
+    gcs: storage.Client, checkpoint: Path, tmp_path: Path
+) -> None:
+    """The image's baked weights: verified at build, read-only after; no 15 GB re-hash at start."""
+    upload(checkpoint, "gs://weights/stamped", gcs)
+    dst = tmp_path / "baked"
+    download("gs://weights/stamped", dst, gcs)
+    assert (dst / STAMP).is_file() and verify(dst) == []
+    victim = dst / "model-00001.safetensors"
+    data = bytearray(victim.read_bytes())
+    data[100] ^= 0xFF
+    victim.write_bytes(bytes(data))  # same size, other contents
+    assert verify(dst) == ["model-00001.safetensors: sha256 differs from the manifest"], "writable: hashed"
+    with read_only(dst):  # as the image's COPY --chmod=0555 leaves it
+        assert verify(dst) == [], "read-only and stamped: sizes only"
+        assert verify(dst, full=True) == ["model-00001.safetensors: sha256 differs from the manifest"]
+        (dst / "sub").chmod(0o755)
+        (dst / "sub" / "tokenizer.json").chmod(0o644)
+        (dst / "sub" / "tokenizer.json").write_bytes(b"short")
+        (dst / "sub" / "tokenizer.json").chmod(0o444)
+        (dst / "sub").chmod(0o555)
+        # A size that differs is caught without hashing; then every file is hashed, to report all.
+        assert verify(dst) == [
+            "model-00001.safetensors: sha256 differs from the manifest",
+            "sub/tokenizer.json: 5 bytes, manifest says 4096",
+        ]
+
+
+def test_a_stamp_for_another_manifest_is_not_trusted(
+    gcs: storage.Client, checkpoint: Path, tmp_path: Path
+) -> None:
+    upload(checkpoint, "gs://weights/restamp", gcs)
+    dst = tmp_path / "baked"
+    download("gs://weights/restamp", dst, gcs)
+    (dst / STAMP).write_text(json.dumps({"manifest_sha256": "0" * 64}))
+    (dst / "config.json").write_text('{"model_type": "other!!!!!!!!!!"}')  # same length
+    with read_only(dst):
+        assert verify(dst) == ["config.json: sha256 differs from the manifest"]
+
+
+def test_the_bucket_is_checked_by_its_own_checksums_without_a_download(
+    gcs: storage.Client, checkpoint: Path, tmp_path: Path
+) -> None:
+    """gcs_fuse mode: Cloud Storage's MD5/CRC32C against the manifest; the mount's sizes."""
+    url = "gs://weights/fuse"
+    manifest = upload(checkpoint, url, gcs)
+    assert all(e.md5 and e.crc32c for e in manifest.files)
+    assert verify_remote(url, gcs) == []
+    assert verify_remote(url, gcs, mounted=checkpoint) == []  # the mount shows the same files
+    gcs.bucket("weights").blob("fuse/sub/tokenizer.json").upload_from_string(os.urandom(4096))  # same size
+    assert verify_remote(url, gcs) == [
+        "gs://weights/fuse/sub/tokenizer.json: size or checksums differ from the manifest"
+    ]
+    gcs.bucket("weights").blob("fuse/config.json").delete()
+    problems = verify_remote(url, gcs, mounted=tmp_path / "empty-mount")
+    assert "gs://weights/fuse/config.json: missing" in problems
+    assert any("not visible in the mount" in p for p in problems)
+
+
+def test_an_old_manifest_without_checksums_is_refused_remotely(gcs: storage.Client, checkpoint: Path) -> None:
+    upload(checkpoint, "gs://weights/old", gcs)
+    blob = gcs.bucket("weights").blob(f"old/{MANIFEST}")
+    old = json.loads(blob.download_as_text())
+    for entry in old["files"]:
+        del entry["md5"], entry["crc32c"]
+    blob.upload_from_string(json.dumps(old))
+    problems = verify_remote("gs://weights/old", gcs)
+    assert problems and all("manifest has no MD5/CRC32C" in p for p in problems)
+
+
+def test_the_supervisors_gcs_fuse_step_from_the_command_line(
+    gcs: storage.Client, checkpoint: Path, tmp_path: Path
+) -> None:
+    upload(checkpoint, "gs://weights/cli-fuse", gcs)
+    step = [sys.executable, "-m", "deploy.cli", "weights", "verify-remote", "gs://weights/cli-fuse"]
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*step, *extra], cwd=ROOT, capture_output=True, text=True)
+
+    assert run("--mounted", str(checkpoint)).returncode == 0
+    missing = run("--mounted", str(tmp_path))
+    assert missing.returncode == 1 and "not visible in the mount" in missing.stderr

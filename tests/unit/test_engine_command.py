@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,16 @@ from app.settings import GatewaySettings
 from deploy.fit import BIG_CONFIG, FitError
 from deploy.settings import EngineSettings, SupervisorSettings
 from deploy.supervisor import engine_command, weights_command
+from tests.helpers import fake_nvidia_smi
+
+
+@pytest.fixture(autouse=True)
+def an_l4(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This machine has no GPU: a stand-in nvidia-smi reports an L4."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    fake_nvidia_smi(bin_dir)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return bin_dir
 
 
 @pytest.fixture
@@ -76,3 +88,23 @@ def test_weights_step_downloads_or_verifies() -> None:
     download = weights_command(SupervisorSettings(weights_url="gs://b/p", model_dir=Path("/w")))
     assert download[-4:] == ["weights", "download", "gs://b/p", "/w"]
     assert weights_command(SupervisorSettings(model_dir=Path("/w")))[-3:] == ["weights", "verify", "/w"]
+
+
+def test_the_gpu_it_runs_on_must_be_the_one_the_profile_sizes(int4_model: Path, an_l4: Path) -> None:
+    fake_nvidia_smi(an_l4, "NVIDIA A100-SXM4-40GB", 40960)
+    with pytest.raises(
+        FitError,
+        match=re.escape("has a NVIDIA A100-SXM4-40GB with 40.0 GiB, but the fit profile sizes vLLM for l4"),
+    ):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    argv, _ = engine_command(
+        GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_gpu="a100-40gb")
+    )
+    assert argv[:2] == ["vllm", "serve"]
+
+
+def test_no_gpu_at_all_is_refused_in_gpu_mode(int4_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/usr/local/bin:/bin")
+    with pytest.raises(FitError, match="no NVIDIA GPU visible"):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    engine_command(GATEWAY, EngineSettings(engine_mode="cpu", model_dir=int4_model))  # CPU needs none

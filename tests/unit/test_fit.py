@@ -90,3 +90,33 @@ def test_fit_without_a_checkpoint_sizes_the_published_int4_recipe() -> None:
     assert (b.profile.scheme, b.profile.group_size, b.profile.max_num_seqs) == ("w4a16", 64, 16)
     with pytest.raises(FitError, match="unknown GPU"):
         fit(EngineSettings(engine_gpu="tpu"))
+
+
+def test_instance_memory_per_weights_mode() -> None:
+    from deploy.fit import check_host_fits, checkpoint_bytes, default_weights_mode, host_budget
+
+    total, largest = checkpoint_bytes(fit(EngineSettings()))
+    assert total / 1e9 == pytest.approx(15.7, abs=0.1) and largest == 5 * 10**9
+    budgets = {mode: host_budget(mode, total, largest) for mode in ("baked", "download", "gcs_fuse")}
+    # Only a download puts the checkpoint itself on the memory disk; read-only image layers do not count.
+    assert budgets["download"].rows[0][1] * GiB == pytest.approx(total)
+    assert budgets["baked"].rows[0][1] == budgets["gcs_fuse"].rows[0][1] == 0
+    assert all(b.fits for b in budgets.values())
+    assert default_weights_mode(total, largest) == "baked"
+    bf16_total, bf16_largest = checkpoint_bytes(fit(EngineSettings(), None, scheme="bf16"))
+    with pytest.raises(FitError, match=r"weights mode 'download' needs 55\.3 GiB of instance memory"):
+        check_host_fits(host_budget("download", bf16_total, bf16_largest))
+    assert default_weights_mode(bf16_total, bf16_largest) == "baked"
+    with pytest.raises(FitError, match="no weights mode fits 4 GiB"):
+        default_weights_mode(total, largest, memory_gib=4)
+
+
+def test_deploy_refuses_a_weights_mode_that_does_not_fit() -> None:
+    from deploy.cloud import DeployConfig, choose_mode
+    from deploy.weights import Entry, Manifest
+
+    big = Manifest(tuple(Entry(f"model-{i}.safetensors", 5 * 10**9, "0" * 64) for i in range(8)), "")
+    cfg = DeployConfig(project="p-123456", region="europe-west4", weights_mode="download")
+    with pytest.raises(FitError, match="weights mode 'download' needs"):
+        choose_mode(cfg, big)
+    assert choose_mode(DeployConfig(project="p-123456", region="europe-west4"), big) == "baked"

@@ -1,0 +1,187 @@
+"""Recording stand-ins for `gcloud` and `terraform`, for tests of `dgemma deploy`'s orchestration.
+
+`install(bin_dir, state_path)` writes two executables into `bin_dir` (put it first on PATH) that run
+this module. They answer the commands the deploy emits from a JSON state file (the "project":
+buckets, secret versions, images, the service and its traffic), change it as the real tools would,
+and append every call to `state["calls"]`. Scenario switches in the state: `fail_apply_at` (the Nth
+`terraform apply` fails), `service_url`/`candidate_url` (where the service answers: a real gateway
+on loopback). Only the orchestration is tested this way; the commands' syntax is checked against the
+real gcloud CLI, and the module against the provider schema, elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+STATE_ENV = "FAKECLOUD_STATE"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def install(bin_dir: Path, state_path: Path, initial: dict[str, Any]) -> None:
+    """Write the `gcloud` and `terraform` stand-ins and the initial state."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    state: dict[str, Any] = {"calls": [], "buckets": {}, "secret_versions": [], "images": {}, "service": None}
+    state["applies"] = 0
+    state_path.write_text(json.dumps({**state, **initial}))
+    for tool in ("gcloud", "terraform"):
+        script = bin_dir / tool
+        # devtools/ is not installed: the stand-ins find it from the checkout, wherever they are called.
+        script.write_text(
+            f"#!/bin/sh\nexport {STATE_ENV}={state_path} PYTHONPATH={ROOT}\n"
+            f'exec {sys.executable} -m devtools.fakecloud {tool} "$@"\n'
+        )
+        script.chmod(0o755)
+
+
+def load(state_path: Path) -> dict[str, Any]:
+    state: dict[str, Any] = json.loads(state_path.read_text())
+    return state
+
+
+def _flag(args: list[str], name: str) -> str | None:
+    for a in args:
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(message, file=sys.stderr)
+    return code
+
+
+def gcloud(args: list[str], state: dict[str, Any]) -> int:
+    words = [a for a in args if not a.startswith("-")]
+    cmd = " ".join(words[:3])
+    if cmd.startswith("auth print-access-token"):
+        if state.get("no_credentials"):
+            return _fail(
+                "ERROR: (gcloud.auth.print-access-token) There was a problem refreshing your auth tokens"
+            )
+        print("ya29.fake-access-token")
+    elif cmd.startswith("config get-value account"):
+        print(state.get("account", "sre@example.com"))
+    elif cmd.startswith("projects describe"):
+        print("123456789012")
+    elif cmd.startswith("storage buckets describe"):
+        bucket = words[3].removeprefix("gs://")
+        if bucket not in state["buckets"]:
+            return _fail(f"ERROR: (gcloud.storage.buckets.describe) gs://{bucket} not found: 404.")
+        fmt = _flag(args, "format") or ""
+        print(state["buckets"][bucket] if "location" in fmt else bucket)
+    elif cmd.startswith("storage buckets create"):
+        state["buckets"][words[3].removeprefix("gs://")] = (_flag(args, "location") or "").upper()
+    elif cmd.startswith(("storage buckets update", "storage rm")):
+        pass
+    elif cmd.startswith("run services describe"):
+        service = state["service"]
+        if service is None:
+            return _fail(f"ERROR: (gcloud.run.services.describe) Cannot find service [{words[3]}]")
+        traffic = [
+            {"revisionName": r, "percent": p, **({"tag": t} if t else {})} for r, p, t in service["traffic"]
+        ]
+        spec = {"template": {"spec": {"containers": [{"image": service["image"]}]}}}
+        print(json.dumps({"status": {"traffic": traffic}, "spec": spec}))
+    elif cmd.startswith("secrets versions list"):
+        print(len(state["secret_versions"]) if state["secret_versions"] else "")
+    elif cmd.startswith("secrets versions add"):
+        state["secret_versions"].append(sys.stdin.read())
+    elif cmd.startswith("secrets versions access"):
+        if not state["secret_versions"]:
+            return _fail("ERROR: NOT_FOUND: no versions")
+        print(state["secret_versions"][-1], end="")
+    elif cmd.startswith("artifacts docker images"):
+        tag = words[4]
+        if tag not in state["images"]:
+            return _fail(f"ERROR: (gcloud.artifacts.docker.images.describe) Image not found: {tag}")
+        print(state["images"][tag])
+    elif cmd.startswith("builds submit"):
+        subs = dict(kv.split("=", 1) for kv in (_flag(args, "substitutions") or "").split(","))
+        state["images"][subs["_IMAGE"]] = "sha256:" + hashlib.sha256(subs["_IMAGE"].encode()).hexdigest()
+    else:
+        return _fail(f"fakecloud: unexpected gcloud command: {args}", 2)
+    return 0
+
+
+def terraform(args: list[str], state: dict[str, Any]) -> int:
+    chdir = next((a.split("=", 1)[1] for a in args if a.startswith("-chdir=")), ".")
+    words = [a for a in args if not a.startswith("-")]
+    if words[:1] == ["init"]:
+        json.loads((Path(chdir) / "main.tf.json").read_text())  # the generated root must parse
+        return 0
+    if words[:1] == ["apply"]:
+        state["applies"] += 1
+        var_file = next(a.split("=", 1)[1] for a in args if a.startswith("-var-file="))
+        variables = json.loads(Path(var_file).read_text())
+        state.setdefault("applied", []).append(variables)
+        if state.get("fail_apply_at") == state["applies"]:
+            return _fail(
+                "Error: creating Revision: googleapi: Error 409: quota exceeded (fakecloud scenario)"
+            )
+        if variables["image"]:
+            name = variables["service_name"]
+            revision = (
+                f"{name}-{variables['revision_suffix']}" if variables["revision_suffix"] else f"{name}-00001"
+            )
+            serving = variables["serving_revision"] or revision
+            traffic = [[serving, 100, ""]]
+            if variables["candidate_revision"]:
+                traffic.append([variables["candidate_revision"], 0, "candidate"])
+            state["service"] = {"image": variables["image"], "traffic": traffic, "latest": revision}
+            state["last_vars"] = variables
+        else:
+            state["last_vars"] = {
+                **state.get("last_vars", {}),
+                **variables,
+                "image": state.get("last_vars", {}).get("image", ""),
+            }
+        return 0
+    if words[:1] == ["output"]:
+        v = state.get("last_vars") or {}
+        project, region, name = (
+            v.get("project_id", "p"),
+            v.get("region", "r"),
+            v.get("service_name", "dgemma"),
+        )
+        service = state["service"]
+        candidate = service and any(t[2] == "candidate" for t in service["traffic"])
+        outputs = {
+            "service_url": state.get("service_url", "") if service else "",
+            "candidate_url": state.get("candidate_url", "") if candidate else "",
+            "latest_ready_revision": service["latest"] if service else "",
+            "weights_url": f"gs://{project}-{name}-weights/{v.get('weights_prefix', 'dgemma-w4a16')}",
+            "weights_bucket": f"{project}-{name}-weights",
+            "build_source_bucket": f"{project}-{name}-build",
+            "image_repository": f"{region}-docker.pkg.dev/{project}/{name}",
+            "build_service_account": f"{name}-build@{project}.iam.gserviceaccount.com",
+            "api_keys_secret": f"projects/{project}/secrets/{name}-api-keys",
+        }
+        print(
+            json.dumps(
+                {k: {"value": val, "type": "string", "sensitive": False} for k, val in outputs.items()}
+            )
+        )
+        return 0
+    if words[:1] in (["state"], ["destroy"]):
+        return 0
+    return _fail(f"fakecloud: unexpected terraform command: {args}", 2)
+
+
+def main(argv: list[str]) -> int:
+    import os
+
+    tool, args = argv[0], argv[1:]
+    path = Path(os.environ[STATE_ENV])
+    state = load(path)
+    state["calls"].append([tool, *args])
+    code = gcloud(args, state) if tool == "gcloud" else terraform(args, state)
+    path.write_text(json.dumps(state))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,3 @@
+project_id = "my-gpu-project"
+operator   = "user:sre@example.com"
+# image    = "europe-west4-docker.pkg.dev/my-gpu-project/dgemma/dgemma@sha256:..."

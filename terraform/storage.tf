@@ -1,0 +1,39 @@
+resource "google_storage_bucket" "weights" {
+  #checkov:skip=CKV_GCP_62:The checkpoint is immutable and verified by its manifest; reads are audited by Data Access logs, a second logging bucket adds nothing.
+  #checkov:skip=CKV_GCP_78:Versioning would keep every replaced 15 GB checkpoint; a checkpoint is identified by its prefix and manifest instead.
+  project  = var.project_id
+  name     = local.weights_bucket
+  location = upper(var.region) # the same region as the service: no cross-region egress at start
+  labels   = local.labels
+
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  force_destroy               = false
+
+  depends_on = [google_project_service.apis]
+}
+
+# Cloud Build reads the uploaded source from here (the build service account may read nothing else).
+resource "google_storage_bucket" "build_source" {
+  #checkov:skip=CKV_GCP_62:Holds only build-source tarballs, deleted after a week.
+  #checkov:skip=CKV_GCP_78:Source tarballs are reproducible from git; versions add nothing.
+  project  = var.project_id
+  name     = "${var.project_id}-${var.service_name}-build"
+  location = upper(var.region)
+  labels   = local.labels
+
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  force_destroy               = true
+
+  lifecycle_rule {
+    condition {
+      age = 7
+    }
+    action {
+      type = "Delete"
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}

@@ -1,0 +1,16 @@
+terraform {
+  # Cross-variable references in validation blocks (max_instance_count against the quota) need 1.9.
+  required_version = ">= 1.9"
+
+  required_providers {
+    google = {
+      source = "hashicorp/google"
+      # The offline schema check runs against provider 8.7.0 (tests/terraform).
+      version = ">= 8.7, < 9"
+    }
+  }
+
+  provider_meta "google" {
+    module_name = "dgemma-kit/cloud-run-l4/v0.1.0"
+  }
+}
