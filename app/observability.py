@@ -103,11 +103,27 @@ def parse_trace(headers: dict[str, str]) -> dict[str, Any]:
     return {}
 
 
-class Metrics:
-    """The gateway's metrics, in a registry per app so that tests can build many apps."""
+class HttpMetrics:
+    """Responses and errors of any of the kit's HTTP services, in a registry per app (tests build many)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self.responses = Counter(
+            "dgemma_http_responses",
+            "HTTP responses by route and status.",
+            ["route", "status"],
+            registry=self.registry,
+        )
+        self.errors = Counter(
+            "dgemma_errors", "Error responses (status >= 400) by status.", ["status"], registry=self.registry
+        )
+
+
+class Metrics(HttpMetrics):
+    """The gateway's metrics."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.decision_seconds = Histogram(
             "dgemma_decision_seconds",
             "Time to answer a decision request (successful ones).",
@@ -119,15 +135,6 @@ class Metrics:
             "Engine reads a question took (re-reads and chunk reads included).",
             buckets=(0, 1, 2, 3, 4, 6, 8, 12, 16, 32),
             registry=self.registry,
-        )
-        self.responses = Counter(
-            "dgemma_http_responses",
-            "HTTP responses by route and status.",
-            ["route", "status"],
-            registry=self.registry,
-        )
-        self.errors = Counter(
-            "dgemma_errors", "Error responses (status >= 400) by status.", ["status"], registry=self.registry
         )
         self.inflight = Gauge(
             "dgemma_decisions_inflight", "Decisions being read now.", registry=self.registry
@@ -147,11 +154,45 @@ class Metrics:
         )
 
 
+class RouterMetrics(HttpMetrics):
+    """The alert router's metrics (the decision latency as the router sees it, network included)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        r = self.registry
+        self.received = Counter(
+            "dgemma_alerts_received", "Alerts received.", ["source", "status"], registry=r
+        )
+        self.classified = Counter(
+            "dgemma_alerts_classified", "Alerts classified, by action.", ["action"], registry=r
+        )
+        self.fallback = Counter(
+            "dgemma_alerts_fallback", "Alerts paged unclassified on the fallback route.", registry=r
+        )
+        self.unclassified = Counter(
+            "dgemma_alerts_unclassified",
+            "Fallback pages never classified (the service stayed down).",
+            registry=r,
+        )
+        self.delivered = Counter(
+            "dgemma_alerts_delivered", "Deliveries that reached a sink.", ["sink", "kind"], registry=r
+        )
+        self.failed = Counter(
+            "dgemma_alerts_failed", "Deliveries a sink refused or missed.", ["sink"], registry=r
+        )
+        self.decision_seconds = Histogram(
+            "dgemma_alerts_decision_seconds",
+            "Time to an alert's classification, from the router (within the budget only).",
+            buckets=(0.1, 0.25, 0.5, 1, 2, 4, 8, 16),
+            registry=r,
+        )
+
+
 class RequestContextMiddleware:
     """Gives every request an id (returned as `x-typesafe-request-id`) and its trace, logs one JSON
     access line, counts responses, and turns an unexpected exception into a 500 that carries the id."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: HttpMetrics) -> None:
         self.app = app
         self.metrics = metrics
 

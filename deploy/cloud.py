@@ -1,6 +1,7 @@
 """`dgemma deploy` and `dgemma destroy`: Terraform lays out the project and the service, Cloud Build
-makes the image, a new revision waits at 0 % of the traffic under the tag `candidate` until the
-load-test gate has passed, and only then does the traffic move.
+makes the images (the GPU service's and the alert router's), a new revision waits at 0 % of the
+traffic under the tag `candidate` until the load-test gate has passed, and only then does the traffic
+move; then the alert router must answer its readiness check.
 
 Every external step is a command (gcloud, terraform, git) run through `Shell`, which logs it, or
 with `--dry-run` prints it and runs nothing. Terraform runs in a generated root module in the
@@ -58,7 +59,14 @@ OUTPUTS = (
     "image_repository",
     "build_service_account",
     "api_keys_secret",
+    "router_url",
+    "alert_webhooks",
 )
+# The alert router's webhook sources; each sender's token is the latest version of its own secret.
+SENDERS = ("alertmanager", "grafana", "cloud-monitoring")
+# The router's secrets, for a targeted apply (the generated root calls the module `dgemma`).
+ROUTER_SECRETS = "module.dgemma.google_secret_manager_secret.alerts"
+ROUTER_READY_S = 120.0  # one always-on CPU instance, started by the apply: ready in seconds
 SMOKE_QUESTION = {"page": {"type": "noul", "instructions": "Should on-call be paged?"}}
 
 
@@ -86,6 +94,8 @@ class DeployConfig:
     throughput_seconds: int | None = None
     warmup_seconds: float = 900
     id_token: str = "auto"
+    alerts_policy: Path | None = None  # the router's policy file; none: the image's default policy
+    alerts_sinks: tuple[str, ...] = ()  # names of the sinks' secrets (alerts_sink_secrets)
     allow_dirty: bool = False
     dry_run: bool = False
     workdir: Path | None = None
@@ -104,6 +114,16 @@ class DeployConfig:
     @property
     def weights_bucket(self) -> str:
         return f"{self.project}-{self.service}-weights"  # as terraform/main.tf names it
+
+    @property
+    def router(self) -> str:
+        return f"{self.service}-router"  # the router's Cloud Run service (terraform/alerts.tf)
+
+    def sender_secret(self, source: str) -> str:
+        return f"{self.service}-alerts-{source}-token"  # as terraform/main.tf names it
+
+    def sink_secret(self, name: str) -> str:
+        return f"{self.service}-alerts-sink-{name}"  # as terraform/main.tf names it
 
 
 @dataclass
@@ -186,6 +206,7 @@ def tfvars(
     mode: str,
     *,
     image: str = "",
+    router_image: str = "",
     revision_suffix: str = "",
     serving: str = "",
     candidate: str = "",
@@ -198,6 +219,9 @@ def tfvars(
         "region": cfg.region,
         "service_name": cfg.service,
         "image": image,
+        "router_image": router_image,
+        "alerts_policy": cfg.alerts_policy.read_text() if cfg.alerts_policy else "",
+        "alerts_sink_secrets": list(cfg.alerts_sinks),
         "revision_suffix": revision_suffix,
         "serving_revision": serving,
         "candidate_revision": candidate,
@@ -230,12 +254,14 @@ class Terraform:
         )
         self._tf("init", "-input=false", "-no-color", "-upgrade")
 
-    def apply(self, variables: dict[str, Any], why: str) -> None:
-        """Write the phase's variables (the file the user can read) and apply them."""
+    def apply(self, variables: dict[str, Any], why: str, *, targets: tuple[str, ...] = ()) -> None:
+        """Write the phase's variables (the file the user can read) and apply them (only `targets`,
+        when given)."""
         path = self.dir / "terraform.tfvars.json"
         self.shell.write(path, json.dumps(variables, indent=2) + "\n")
         self.shell.note(f"terraform apply: {why}")
-        self._tf("apply", "-input=false", "-no-color", "-auto-approve", f"-var-file={path}")
+        chosen = [f"-target={t}" for t in targets]
+        self._tf("apply", "-input=false", "-no-color", "-auto-approve", *chosen, f"-var-file={path}")
 
     def outputs(self) -> dict[str, Any]:
         out = self._tf("output", "-json", "-no-color", reads="the module's outputs").stdout
@@ -258,14 +284,14 @@ class Live:
     image: str
 
 
-def describe_service(cfg: DeployConfig, shell: Shell) -> Live | None:
-    """The running service, or None when there is none yet (the first deploy)."""
+def describe_service(cfg: DeployConfig, shell: Shell, name: str = "") -> Live | None:
+    """The running service (the GPU one unless `name` says), or None when there is none yet."""
     argv = [
         "gcloud",
         "run",
         "services",
         "describe",
-        cfg.service,
+        name or cfg.service,
         f"--project={cfg.project}",
         f"--region={cfg.region}",
         "--format=json",
@@ -381,9 +407,9 @@ def ensure_state_bucket(cfg: DeployConfig, shell: Shell) -> None:
     shell.run(["gcloud", "storage", "buckets", "update", bucket, "--versioning"])
 
 
-def read_keys(cfg: DeployConfig, shell: Shell, secret: str) -> list[str]:
-    """The keys in the secret's latest version, one per line (none when it has no version)."""
-    argv = [
+def access_latest(cfg: DeployConfig, secret: str) -> list[str]:
+    """The gcloud command that prints the secret's latest version."""
+    return [
         "gcloud",
         "secrets",
         "versions",
@@ -392,6 +418,11 @@ def read_keys(cfg: DeployConfig, shell: Shell, secret: str) -> list[str]:
         f"--secret={secret}",
         f"--project={cfg.project}",
     ]
+
+
+def read_keys(cfg: DeployConfig, shell: Shell, secret: str) -> list[str]:
+    """The keys in the secret's latest version, one per line (none when it has no version)."""
+    argv = access_latest(cfg, secret)
     done = shell.run(argv, reads="the API keys", check=False)
     return [line.strip() for line in done.stdout.splitlines() if line.strip()] if done.code == 0 else []
 
@@ -399,20 +430,7 @@ def read_keys(cfg: DeployConfig, shell: Shell, secret: str) -> list[str]:
 def api_key(cfg: DeployConfig, shell: Shell, secret: str) -> str:
     """The key the smoke call and the gate use: the secret's, or a new one on the first deploy
     (added as the secret's first version, never through Terraform, and saved 0600 beside the state)."""
-    versions = shell.run(
-        [
-            "gcloud",
-            "secrets",
-            "versions",
-            "list",
-            secret,
-            f"--project={cfg.project}",
-            "--limit=1",
-            "--format=value(name)",
-        ],
-        reads="whether the API-key secret has a version",
-    )
-    if versions.stdout.strip() and not shell.dry_run:
+    if secret_has_version(cfg, shell, secret) and not shell.dry_run:
         keys = read_keys(cfg, shell, secret)
         if not keys:
             raise DeployError(f"the latest version of secret {secret} holds no key")
@@ -430,7 +448,79 @@ def api_key(cfg: DeployConfig, shell: Shell, secret: str) -> str:
     return key
 
 
-# -- weights and image ------------------------------------------------------------------------------
+def secret_has_version(cfg: DeployConfig, shell: Shell, secret: str) -> bool | None:
+    """Whether the secret has a version; None when the secret does not exist (yet). In a dry run,
+    False: the plan shows what a first deploy would add."""
+    argv = [
+        "gcloud",
+        "secrets",
+        "versions",
+        "list",
+        secret,
+        f"--project={cfg.project}",
+        "--limit=1",
+        "--format=value(name)",
+    ]
+    done = shell.run(argv, reads=f"whether {secret} has a version", check=False)
+    if shell.dry_run:
+        return False
+    if done.code != 0:
+        if "NOT_FOUND" in done.stderr:
+            return None
+        raise DeployError(f"`gcloud secrets versions list {secret}` failed: {done.stderr.strip()[-500:]}")
+    return bool(done.stdout.strip())
+
+
+def ensure_router_secrets(cfg: DeployConfig, shell: Shell, tf: Terraform, variables: dict[str, Any]) -> None:
+    """Every secret the router's revision reads has a version before the revision exists, because
+    Cloud Run refuses to deploy one that reads a secret without: each sender's secret gets a random
+    token as its first version (never through Terraform, never printed; read it with gcloud); a sink
+    secret without a value stops the deploy with the command that adds it. A deployment from before
+    the router lacks the secrets themselves: a targeted apply creates them first."""
+    senders = [cfg.sender_secret(s) for s in SENDERS]
+    sinks = [cfg.sink_secret(n) for n in cfg.alerts_sinks]
+    has = {secret: secret_has_version(cfg, shell, secret) for secret in [*senders, *sinks]}
+    if None in has.values():
+        tf.apply(variables, "the alert router's secrets, which do not exist yet", targets=(ROUTER_SECRETS,))
+        has = {secret: secret_has_version(cfg, shell, secret) for secret in has}
+    for secret in senders:
+        if not has[secret]:
+            shell.run(
+                ["gcloud", "secrets", "versions", "add", secret, f"--project={cfg.project}", "--data-file=-"],
+                stdin=secrets.token_urlsafe(32),
+            )
+    empty = [secret for secret in sinks if not has[secret]]
+    if empty and not shell.dry_run:
+        adds = "; ".join(
+            f"printf %s VALUE | gcloud secrets versions add {s} --project={cfg.project} --data-file=-"
+            for s in empty
+        )
+        raise ConfigError(
+            f"the alert router's sink secrets have no value: {', '.join(empty)}. Add each ({adds}), "
+            "then run the deploy again"
+        )
+
+
+def check_alerts_policy(cfg: DeployConfig) -> None:
+    """The router's policy loads (as the router will load it at start), and every sink key file it
+    names under /secrets/sinks is one the deploy mounts."""
+    if cfg.alerts_policy is None:
+        return
+    from app.alerts.policy import Policy
+
+    policy = Policy.load(cfg.alerts_policy)  # a PolicyError is a ConfigError: refused, exit 2
+    mounted = {f"/secrets/sinks/{name}/value" for name in cfg.alerts_sinks}  # terraform/alerts.tf
+    for sink, sink_cfg in policy.sink_configs.items():
+        for field_name, value in sink_cfg.model_dump().items():
+            path = str(value) if field_name.endswith("_file") and value is not None else ""
+            if path.startswith("/secrets/sinks/") and path not in mounted:
+                raise ConfigError(
+                    f"{cfg.alerts_policy}: sink {sink!r} reads {path}, which no declared sink secret "
+                    f"mounts (declared: {', '.join(cfg.alerts_sinks) or 'none'})"
+                )
+
+
+# -- weights and images -----------------------------------------------------------------------------
 
 
 def ensure_weights(cfg: DeployConfig, shell: Shell, url: str) -> Manifest | None:
@@ -477,25 +567,35 @@ def choose_mode(cfg: DeployConfig, manifest: Manifest | None) -> str:
     return cfg.weights_mode
 
 
-def ensure_image(
+def ensure_images(
     cfg: DeployConfig, shell: Shell, outputs: dict[str, Any], sha: str, weights: str | None
-) -> str:
-    """The image by digest: tagged by git SHA (and, when baked, the checkpoint's manifest), built by
-    Cloud Build only when that tag does not exist yet."""
-    tag = f"{outputs['image_repository']}/{cfg.service}:{sha}" + (f"-w{weights}" if weights else "")
-    describe = [
-        "gcloud",
-        "artifacts",
-        "docker",
-        "images",
-        "describe",
-        tag,
-        f"--project={cfg.project}",
-        "--format=value(image_summary.digest)",
+) -> tuple[str, str]:
+    """The GPU service's and the router's images by digest, tagged by git SHA (the GPU one, when
+    baked, also by the checkpoint's manifest), built together by one Cloud Build only when a tag
+    does not exist yet."""
+    repository = outputs["image_repository"]
+    tag = f"{repository}/{cfg.service}:{sha}" + (f"-w{weights}" if weights else "")
+    router_tag = f"{repository}/{cfg.router}:{sha}"
+
+    def describe(image: str) -> list[str]:
+        return [
+            "gcloud",
+            "artifacts",
+            "docker",
+            "images",
+            "describe",
+            image,
+            f"--project={cfg.project}",
+            "--format=value(image_summary.digest)",
+        ]
+
+    found = [
+        shell.run(describe(t), reads="the tag's digest, if it was built before", check=False)
+        for t in (tag, router_tag)
     ]
-    found = shell.run(describe, reads="the tag's digest, if it was built before", check=False)
-    if found.code != 0 or shell.dry_run:
-        substitutions = f"_IMAGE={tag},_WEIGHTS_URL={outputs['weights_url'] if weights else ''}"
+    if any(f.code != 0 for f in found) or shell.dry_run:
+        weights_url = outputs["weights_url"] if weights else ""
+        substitutions = f"_IMAGE={tag},_ROUTER_IMAGE={router_tag},_WEIGHTS_URL={weights_url}"
         shell.run(
             [
                 "gcloud",
@@ -511,11 +611,14 @@ def ensure_image(
                 "--quiet",
             ]
         )
-        found = shell.run(describe, reads="the new image's digest")
-    digest = found.stdout.strip()
-    if not shell.dry_run and not digest.startswith("sha256:"):
-        raise DeployError(f"no digest for {tag}: {digest[:100]!r}")
-    return f"{tag.rsplit(':', 1)[0]}@{digest}"
+        found = [shell.run(describe(t), reads="the new image's digest") for t in (tag, router_tag)]
+    by_digest = []
+    for image, done in zip((tag, router_tag), found, strict=True):
+        digest = done.stdout.strip()
+        if not shell.dry_run and not digest.startswith("sha256:"):
+            raise DeployError(f"no digest for {image}: {digest[:100]!r}")
+        by_digest.append(f"{image.rsplit(':', 1)[0]}@{digest}")
+    return by_digest[0], by_digest[1]
 
 
 def revision_suffix(sha: str, variables: dict[str, Any]) -> str:
@@ -558,6 +661,27 @@ def smoke(url: str, headers: dict[str, str]) -> None:
         raise DeployError(f"the smoke decision against {url} failed: {why}")
 
 
+def reveal_token(cfg: DeployConfig, source: str) -> list[str]:
+    """The command that prints a sender's token (for the sender's own configuration)."""
+    return access_latest(cfg, cfg.sender_secret(source))
+
+
+def router_ready(cfg: DeployConfig, console: Console, outputs: dict[str, Any], revision: str) -> None:
+    """The router answers /readyz (it is public: no credentials); then where each sender posts and
+    how to read its token."""
+    url = str(outputs["router_url"])
+    try:
+        wait_ready(url, lambda: {}, min(cfg.warmup_seconds, ROUTER_READY_S))
+    except DeployError as e:
+        raise DeployError(f"the alert router is not ready: {e} ({revision} serves: the gate passed)") from e
+    webhooks = outputs["alert_webhooks"]
+    console.print(f"alert router ready: {url}")
+    for source in SENDERS:
+        append = " (append the token)" if source == "cloud-monitoring" else ""
+        console.print(f"  {source}: {webhooks[source]}{append}", markup=False, soft_wrap=True)
+        console.print(f"    token: {shlex.join(reveal_token(cfg, source))}", markup=False, soft_wrap=True)
+
+
 # -- the whole deploy -------------------------------------------------------------------------------
 
 
@@ -588,6 +712,7 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
         progress = None if cfg.dry_run else stack.enter_context(Progress(*columns, console=console))
         with step(progress, "preflight: tools, credentials, project, region, working tree"):
             account, sha = preflight(cfg, shell)
+            check_alerts_policy(cfg)
         operator = (
             f"serviceAccount:{account}" if account.endswith("gserviceaccount.com") else f"user:{account}"
         )
@@ -610,14 +735,16 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
             mode = choose_mode(cfg, manifest)
         outputs = tf.outputs()
         key = api_key(cfg, shell, str(outputs["api_keys_secret"]).rsplit("/", 1)[-1])
-        with step(progress, f"image: Cloud Build of {sha} unless that tag exists (weights mode {mode})"):
+        with step(progress, "alert router's secrets: a token for each sender that has none"):
+            ensure_router_secrets(cfg, shell, tf, tfvars(cfg, mode, invokers=invokers))
+        with step(progress, f"images: Cloud Build of {sha} unless the tags exist (weights mode {mode})"):
             weights_tag = None
             if mode == "baked":
                 weights_tag = (
                     hashlib.sha256(manifest.to_json().encode()).hexdigest()[:8] if manifest else "<manifest>"
                 )
-            image = ensure_image(cfg, shell, outputs, sha, weights_tag)
-        base = tfvars(cfg, mode, image=image, invokers=invokers)
+            image, router_image = ensure_images(cfg, shell, outputs, sha, weights_tag)
+        base = tfvars(cfg, mode, image=image, router_image=router_image, invokers=invokers)
         suffix = revision_suffix(sha, base)
         revision = f"{cfg.service}-{suffix}"
         if live is not None and live.serving == revision:
@@ -655,6 +782,12 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
                 {**base, "revision_suffix": suffix, "serving_revision": revision, "candidate_revision": ""},
                 "the traffic to the new revision",
             )
+            shell.note(
+                f"wait for {outputs['router_url']}/readyz (public), then print each sender's webhook URL "
+                "and the command that reads its token:"
+            )
+            for source in SENDERS:
+                shell.note(shlex.join(reveal_token(cfg, source)))
             return 0
         with step(progress, f"waiting for {target} to be ready (cold start)"):
             cold = wait_ready(target, headers, cfg.warmup_seconds)
@@ -681,6 +814,8 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
                     "the traffic to the new revision",
                 )
         console.print(f"{revision} serves {outputs['service_url']}; gate report: {report / 'summary.md'}")
+        with step(progress, f"alert router: {outputs['router_url']}/readyz"):
+            router_ready(cfg, console, outputs, revision)
     return 0
 
 
@@ -691,8 +826,12 @@ def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int
     tf = Terraform(cfg, shell)
     tf.init(tfvars(cfg, "baked"))
     live = describe_service(cfg, shell)
-    variables = tfvars(cfg, "baked", image=live.image if live and "@sha256:" in live.image else "")
-    tf.apply({**variables, "deletion_protection": False}, "lift the service's deletion protection")
+    router = describe_service(cfg, shell, cfg.router)
+    image = live.image if live and "@sha256:" in live.image else ""
+    # Both services as they run (a service left out would be destroyed while still protected).
+    router_image = router.image if router and image and "@sha256:" in router.image else ""
+    variables = tfvars(cfg, "baked", image=image, router_image=router_image)
+    tf.apply({**variables, "deletion_protection": False}, "lift the services' deletion protection")
     if delete_weights:
         shell.run(
             [

@@ -22,6 +22,8 @@ DEV_GATEWAY_DEFAULTS: dict[str, Any] = {
     ),
     "allow_any_key": True,  # local use: the SDK needs some bearer token, any will do
 }
+# Local use: senders without credentials are accepted (the default policy prints pages to stdout).
+DEV_ROUTER_DEFAULTS: dict[str, Any] = {"alerts_allow_open_senders": True}
 console = Console(stderr=True, soft_wrap=True)
 
 

@@ -1,9 +1,11 @@
-"""The one process supervisor: weights, then the engine, then the gateway; it owns signals and shutdown.
+"""The one process supervisor: weights, then the engine, then the gateway (and, in `dgemma dev`, the
+alert router); it owns signals and shutdown.
 
 Same code for `make dev` and the container. Each step is a child process in a session of its own,
 so SIGTERM interrupts any of them, including a weights download. If a child exits on its own, the
 supervisor stops the rest and exits non-zero (so Cloud Run replaces the instance). On SIGTERM/SIGINT
-it stops the gateway first (uvicorn finishes in-flight requests), then the engine, within the grace.
+it stops the router, then the gateway (uvicorn finishes in-flight requests), then the engine, within
+the grace. On Cloud Run the router is a service of its own (CPU only), not a child of the GPU one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from pydantic import SecretStr
+
+from app.alerts.settings import AlertRouterSettings
 from app.config import ConfigError, redacted, to_env
 from app.polling import wait_http_ok, wait_until
 from app.settings import GatewaySettings
@@ -241,9 +246,11 @@ class Supervisor:
         *,
         weights: bool = True,
         engine_log_path: Path | None = None,
+        router: AlertRouterSettings | None = None,
     ) -> None:
         """`weights`: check (or download) the checkpoint first. `engine_log_path`: vLLM's output to a
-        file (dev) instead of JSON lines on stderr."""
+        file (dev) instead of JSON lines on stderr. `router`: also run the alert router, asking this
+        gateway (dev)."""
         self.settings = settings
         # The gateway reads through the engine this supervisor starts.
         self.gateway_settings = gateway.model_copy(
@@ -262,6 +269,25 @@ class Supervisor:
             [sys.executable, "-m", "deploy.cli", "serve", "--drain-seconds", str(drain_s)],
             {**os.environ, **to_env(self.gateway_settings)},
         )
+        self.router_settings = self.router = None
+        if router is not None:
+            # The key the router sends, unless it has its own: the gateway's first (dev's gateway
+            # accepts any).
+            keys = self.gateway_settings.api_keys
+            key: SecretStr | None = router.alerts_gateway_api_key or (keys[0] if keys else SecretStr("dev"))
+            if router.alerts_gateway_api_key_file is not None:
+                key = None  # the router's own key file wins
+            self.router_settings = router.model_copy(
+                update={
+                    "alerts_gateway_url": f"http://127.0.0.1:{self.gateway_settings.port}",
+                    "alerts_gateway_api_key": key,
+                }
+            )
+            self.router = Child(
+                "router",
+                [sys.executable, "-m", "deploy.cli", "alerts", "serve", "--drain-seconds", str(drain_s)],
+                {**os.environ, **to_env(self.router_settings)},  # its PORT replaces the gateway's
+            )
         self._stop = threading.Event()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
@@ -275,7 +301,8 @@ class Supervisor:
             signal.signal(sig, self._on_signal)
         log.info(
             "configuration",
-            extra={"supervisor": redacted(self.settings), "gateway": redacted(self.gateway_settings)},
+            extra={"supervisor": redacted(self.settings), "gateway": redacted(self.gateway_settings)}
+            | ({"router": redacted(self.router_settings)} if self.router_settings else {}),
         )
         started = time.monotonic()
         try:
@@ -298,9 +325,14 @@ class Supervisor:
             ready_url = f"http://127.0.0.1:{self.gateway_settings.port}/readyz"
             if not self._wait_healthy(self.gateway, ready_url, 60):
                 return 0 if self._stop.is_set() else 1
+            if self.router is not None and self.router_settings is not None:
+                self.router.start()
+                router_ready = f"http://127.0.0.1:{self.router_settings.alerts_port}/readyz"
+                if not self._wait_healthy(self.router, router_ready, 30):
+                    return 0 if self._stop.is_set() else 1
             self._announce(engine_s, time.monotonic() - started)
             while not self._stop.wait(0.2):
-                for child in (self.engine, self.gateway):
+                for child in self._children():
                     code = child.exited()
                     if code is not None:
                         log.error("%s exited with code %s; stopping", child.name, code)
@@ -314,14 +346,22 @@ class Supervisor:
         url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.gateway_settings.port}"
         model = self.gateway_settings.served_model
         line = f"{READY_PREFIX} {url} (model {model}; engine up in {engine_s:.0f} s, total {total_s:.0f} s)"
+        if self.router_settings is not None:
+            line += f"; alerts: http://127.0.0.1:{self.router_settings.alerts_port}/v1/alerts/<source>"
         # The one plain line on stdout: people and the local-stack harness wait for it.
         print(line, flush=True)
 
+    def _children(self) -> list[Child]:
+        return [self.engine, self.gateway] + ([self.router] if self.router is not None else [])
+
     def shutdown(self) -> None:
-        """Gateway first (it drains in-flight decisions), then the engine, within the grace budget."""
+        """Router first (it finishes deliveries), then the gateway (it drains in-flight decisions),
+        then the engine, within the grace budget."""
         deadline = time.monotonic() + self.settings.shutdown_grace_s
         if self.weights is not None:
             self.weights.stop(grace_s=1.0)
+        if self.router is not None:
+            self.router.stop(grace_s=max(1.0, (deadline - time.monotonic()) / 3))
         self.gateway.stop(grace_s=max(1.0, deadline - time.monotonic() - 2.0))
         self.engine.stop(grace_s=max(1.0, deadline - time.monotonic()))
         log.info("stopped")

@@ -2,11 +2,13 @@
 
 `install(bin_dir, state_path)` writes two executables into `bin_dir` (put it first on PATH) that run
 this module. They answer the commands the deploy emits from a JSON state file (the "project":
-buckets, secret versions, images, the service and its traffic), change it as the real tools would,
-and append every call to `state["calls"]`. Scenario switches in the state: `fail_apply_at` (the Nth
-`terraform apply` fails), `service_url`/`candidate_url` (where the service answers: a real gateway
-on loopback). Only the orchestration is tested this way; the commands' syntax is checked against the
-real gcloud CLI, and the module against the provider schema, elsewhere.
+buckets, secrets and their versions, images, the GPU service and its traffic, the alert router),
+change it as the real tools would, and append every call to `state["calls"]`. A `terraform apply`
+creates the module's secrets (named as terraform/main.tf names them) and, like Cloud Run, refuses a
+router revision whose secrets have no version. Scenario switches in the state: `fail_apply_at` (the
+Nth `terraform apply` fails), `service_url`/`candidate_url`/`router_url` (where the services answer:
+real servers on loopback). Only the orchestration is tested this way; the commands' syntax is
+checked against the real gcloud CLI, and the module against the provider schema, elsewhere.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def install(bin_dir: Path, state_path: Path, initial: dict[str, Any]) -> None:
     """Write the `gcloud` and `terraform` stand-ins and the initial state."""
     bin_dir.mkdir(parents=True, exist_ok=True)
-    state: dict[str, Any] = {"calls": [], "buckets": {}, "secret_versions": [], "images": {}, "service": None}
-    state["applies"] = 0
+    state: dict[str, Any] = {"calls": [], "buckets": {}, "secrets": {}, "images": {}, "service": None}
+    state.update(applies=0, router=None)
     state_path.write_text(json.dumps({**state, **initial}))
     for tool in ("gcloud", "terraform"):
         script = bin_dir / tool
@@ -54,6 +56,22 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
+def _secret_missing(command: str, name: str) -> int:
+    return _fail(
+        f"ERROR: (gcloud.{command}) NOT_FOUND: Secret [projects/123456789012/secrets/{name}] not found "
+        "or has no versions."
+    )
+
+
+def _module_secrets(v: dict[str, Any]) -> list[str]:
+    """The secrets an apply of the module creates with these variables (terraform/main.tf's names)."""
+    name = v["service_name"]
+    senders = [f"{name}-alerts-{s}-token" for s in ("alertmanager", "grafana", "cloud-monitoring")]
+    sinks = [f"{name}-alerts-sink-{s}" for s in v.get("alerts_sink_secrets", [])]
+    policy = [f"{name}-alerts-policy"] if v.get("alerts_policy") else []
+    return [f"{name}-api-keys", *senders, *sinks, *policy]
+
+
 def gcloud(args: list[str], state: dict[str, Any]) -> int:
     words = [a for a in args if not a.startswith("-")]
     cmd = " ".join(words[:3])
@@ -78,22 +96,29 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
     elif cmd.startswith(("storage buckets update", "storage rm")):
         pass
     elif cmd.startswith("run services describe"):
-        service = state["service"]
+        service = state["router"] if words[3].endswith("-router") else state["service"]
         if service is None:
             return _fail(f"ERROR: (gcloud.run.services.describe) Cannot find service [{words[3]}]")
         traffic = [
-            {"revisionName": r, "percent": p, **({"tag": t} if t else {})} for r, p, t in service["traffic"]
+            {"revisionName": r, "percent": p, **({"tag": t} if t else {})}
+            for r, p, t in service.get("traffic", [])
         ]
         spec = {"template": {"spec": {"containers": [{"image": service["image"]}]}}}
         print(json.dumps({"status": {"traffic": traffic}, "spec": spec}))
     elif cmd.startswith("secrets versions list"):
-        print(len(state["secret_versions"]) if state["secret_versions"] else "")
+        if words[3] not in state["secrets"]:
+            return _secret_missing("secrets.versions.list", words[3])
+        versions = state["secrets"][words[3]]
+        print(f"projects/123456789012/secrets/{words[3]}/versions/{len(versions)}" if versions else "")
     elif cmd.startswith("secrets versions add"):
-        state["secret_versions"].append(sys.stdin.read())
+        if words[3] not in state["secrets"]:
+            return _secret_missing("secrets.versions.add", words[3])
+        state["secrets"][words[3]].append(sys.stdin.read())
     elif cmd.startswith("secrets versions access"):
-        if not state["secret_versions"]:
-            return _fail("ERROR: NOT_FOUND: no versions")
-        print(state["secret_versions"][-1], end="")
+        secret = _flag(args, "secret") or ""
+        if not state["secrets"].get(secret):
+            return _secret_missing("secrets.versions.access", secret)
+        print(state["secrets"][secret][-1], end="")
     elif cmd.startswith("artifacts docker images"):
         tag = words[4]
         if tag not in state["images"]:
@@ -101,7 +126,9 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
         print(state["images"][tag])
     elif cmd.startswith("builds submit"):
         subs = dict(kv.split("=", 1) for kv in (_flag(args, "substitutions") or "").split(","))
-        state["images"][subs["_IMAGE"]] = "sha256:" + hashlib.sha256(subs["_IMAGE"].encode()).hexdigest()
+        state.setdefault("builds", []).append(subs)
+        for image in (subs["_IMAGE"], subs["_ROUTER_IMAGE"]):  # cloudbuild.yaml pushes both
+            state["images"][image] = "sha256:" + hashlib.sha256(image.encode()).hexdigest()
     else:
         return _fail(f"fakecloud: unexpected gcloud command: {args}", 2)
     return 0
@@ -117,11 +144,29 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
         state["applies"] += 1
         var_file = next(a.split("=", 1)[1] for a in args if a.startswith("-var-file="))
         variables = json.loads(Path(var_file).read_text())
-        state.setdefault("applied", []).append(variables)
+        targets = [a.split("=", 1)[1] for a in args if a.startswith("-target=")]
+        state.setdefault("applied", []).append({**variables, **({"targets": targets} if targets else {})})
         if state.get("fail_apply_at") == state["applies"]:
             return _fail(
                 "Error: creating Revision: googleapi: Error 409: quota exceeded (fakecloud scenario)"
             )
+        for secret in _module_secrets(variables):
+            state["secrets"].setdefault(secret, [])
+        if variables.get("alerts_policy"):  # the one version Terraform writes
+            state["secrets"][f"{variables['service_name']}-alerts-policy"].append(variables["alerts_policy"])
+        if targets:
+            return 0
+        if variables.get("router_image"):
+            # Cloud Run reads a revision's secrets when it deploys it: each needs a version.
+            for secret in _module_secrets(variables):
+                if not state["secrets"][secret]:
+                    return _fail(
+                        f"Error: Revision '{variables['service_name']}-router-00001' is not ready: Secret "
+                        f"projects/123456789012/secrets/{secret}/versions/latest was not found"
+                    )
+            state["router"] = {"image": variables["router_image"], "policy": variables.get("alerts_policy")}
+        else:
+            state["router"] = None
         if variables["image"]:
             name = variables["service_name"]
             revision = (
@@ -159,6 +204,21 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
             "image_repository": f"{region}-docker.pkg.dev/{project}/{name}",
             "build_service_account": f"{name}-build@{project}.iam.gserviceaccount.com",
             "api_keys_secret": f"projects/{project}/secrets/{name}-api-keys",
+            "router_url": state.get("router_url", "") if state["router"] else "",
+            "router_service_account": f"{name}-router@{project}.iam.gserviceaccount.com",
+            "alert_webhooks": {
+                s: f"{state.get('router_url', '')}/v1/alerts/{s}"
+                + ("?auth_token=" if s == "cloud-monitoring" else "")
+                for s in (("alertmanager", "grafana", "cloud-monitoring") if state["router"] else ())
+            },
+            "alerts_sender_secrets": {
+                s: f"projects/{project}/secrets/{name}-alerts-{s}-token"
+                for s in ("alertmanager", "grafana", "cloud-monitoring")
+            },
+            "alerts_sink_secrets": {
+                s: f"projects/{project}/secrets/{name}-alerts-sink-{s}"
+                for s in v.get("alerts_sink_secrets", [])
+            },
         }
         print(
             json.dumps(

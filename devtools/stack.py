@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.polling import wait_until
 from deploy.devstack import TINY_MODEL
@@ -33,6 +34,7 @@ class LocalStack:
     served_model: str
     proc: subprocess.Popen[str]
     engine_log: Path
+    alerts_url: str  # the alert router's base URL
 
     def engine_pid(self) -> int:
         """The vLLM server's pid; it leads a process group of its own (engine-core, worker)."""
@@ -43,19 +45,20 @@ class LocalStack:
         raise RuntimeError("engine process not found")
 
 
-def spawn_dev(engine_log: Path, **env: str) -> tuple[subprocess.Popen[str], int, int]:
-    """Start `dgemma dev` on free ports in a session of its own; (process, gateway port, engine port)."""
-    port, engine_port = free_port(), free_port()
+def spawn_dev(engine_log: Path, **env: str) -> tuple[subprocess.Popen[str], int, int, int]:
+    """Start `dgemma dev` on free ports in a session of its own; (process, gateway port, engine port,
+    alert router port)."""
+    port, engine_port, alerts_port = free_port(), free_port(), free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "deploy.cli", "dev", "--port", str(port), "--engine-port", str(engine_port),
-         "--engine-log", str(engine_log)],
+         "--engine-log", str(engine_log), "--alerts-port", str(alerts_port)],
         cwd=ROOT,
         env={**os.environ, "DGEMMA_LOG_LEVEL": "WARNING", **env},
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )  # fmt: skip
-    return proc, port, engine_port
+    return proc, port, engine_port, alerts_port
 
 
 def wait_ready(proc: subprocess.Popen[str], timeout_s: float) -> bool:
@@ -72,7 +75,7 @@ def wait_ready(proc: subprocess.Popen[str], timeout_s: float) -> bool:
     return bool(wait_until(ready.is_set, timeout_s, abort=lambda: proc.poll() is not None))
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
+def stop(proc: subprocess.Popen[Any]) -> None:
     """SIGTERM, as Cloud Run does; SIGKILL the group if it has not stopped within 30 s."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -84,9 +87,10 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 @contextmanager
-def local_stack(engine_log: Path, timeout_s: float = 400) -> Iterator[LocalStack]:
-    """Run `dgemma dev` until the block ends; raise RuntimeError (with the engine log) if it fails."""
-    proc, port, engine_port = spawn_dev(engine_log)
+def local_stack(engine_log: Path, timeout_s: float = 400, **env: str) -> Iterator[LocalStack]:
+    """Run `dgemma dev` (`env`: extra settings) until the block ends; raise RuntimeError (with the
+    engine log) if it fails."""
+    proc, port, engine_port, alerts_port = spawn_dev(engine_log, **env)
     try:
         if not wait_ready(proc, timeout_s):
             tail = engine_log.read_text()[-4000:] if engine_log.exists() else "(no engine log)"
@@ -97,6 +101,7 @@ def local_stack(engine_log: Path, timeout_s: float = 400) -> Iterator[LocalStack
             served_model=TINY_MODEL,
             proc=proc,
             engine_log=engine_log,
+            alerts_url=f"http://127.0.0.1:{alerts_port}",
         )
     finally:
         stop(proc)

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from app.alerts.settings import AlertRouterSettings
 from app.config import KitSettings, env_names
 from app.settings import GatewaySettings
 from deploy.settings import EngineSettings, SupervisorSettings
@@ -28,6 +29,7 @@ SECTIONS: list[tuple[str, type[KitSettings], str, str]] = [
     ("Engine", EngineSettings, "deploy/settings.py", "the supervisor, `dgemma fit`, `model`, `quantize`"),
     ("Supervisor", SupervisorSettings, "deploy/settings.py", "`dgemma run`, `dgemma dev`"),
     ("Load-test gate", LoadtestSettings, "loadtest/settings.py", "`dgemma loadtest`"),
+    ("Alert router", AlertRouterSettings, "app/alerts/settings.py", "`dgemma alerts serve`, `replay`"),
 ]
 
 
@@ -59,6 +61,8 @@ def tables() -> str:
             default = f.get_default(call_default_factory=True)
             if isinstance(default, bool):
                 default = str(default).lower()  # as the env var is written
+            elif isinstance(default, Path) and default.is_relative_to(ROOT):
+                default = default.relative_to(ROOT)  # the checkout's path, not this machine's
             shown = "(none)" if default in (None, [], "") else f"`{default}`"
             desc = " ".join((f.description or "").split()).replace("|", "\\|")
             rows.append(f"| {env} | {shown} | {desc} |")

@@ -21,6 +21,26 @@ resource "google_storage_bucket_iam_member" "runtime_reads_weights" {
   member = "serviceAccount:${google_service_account.runtime.email}"
 }
 
+# The alert router's identity: it may read its own secrets (local.alerts_secret_ids) and the gateway's
+# API keys, each granted on the secret itself, and invoke the GPU service (below). Nothing project-wide.
+resource "google_service_account" "router" {
+  project      = var.project_id
+  account_id   = "${var.service_name}-router"
+  display_name = "Cloud Run service ${var.service_name}-router (alert router)"
+}
+
+resource "google_secret_manager_secret_iam_member" "router_reads_secrets" {
+  for_each = merge(
+    { "api-keys" = google_secret_manager_secret.api_keys.secret_id },
+    { for key, secret in google_secret_manager_secret.alerts : key => secret.secret_id },
+  )
+
+  project   = var.project_id
+  secret_id = each.value
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.router.email}"
+}
+
 # The image builder: reads the build source and (baked mode) the weights, pushes to the repository,
 # and writes its build logs.
 resource "google_service_account" "build" {
@@ -66,4 +86,29 @@ resource "google_cloud_run_v2_service_iam_member" "invokers" {
   name     = google_cloud_run_v2_service.gpu[0].name
   role     = "roles/run.invoker"
   member   = each.value
+}
+
+# The router asks the GPU service with an ID token of its own identity; the GPU service stays private.
+resource "google_cloud_run_v2_service_iam_member" "router_invokes_gpu" {
+  count = var.image == "" || var.router_image == "" ? 0 : 1
+
+  project  = var.project_id
+  location = var.region
+  name     = google_cloud_run_v2_service.gpu[0].name
+  role     = "roles/run.invoker"
+  member   = "serviceAccount:${google_service_account.router.email}"
+}
+
+# The router is public on purpose: Alertmanager, Grafana and Cloud Monitoring cannot mint Google ID
+# tokens, so Cloud Run's IAM cannot check them. The router checks them itself: a token per source,
+# compared in constant time; a request without it, or to a source without one configured, gets 401.
+resource "google_cloud_run_v2_service_iam_member" "router_public" {
+  #checkov:skip=CKV_DGEMMA_1:The alert router must take webhooks from senders that cannot mint Google ID tokens; it authenticates each sender by its own token and refuses sources without one. The GPU service stays private.
+  count = var.router_image == "" ? 0 : 1
+
+  project  = var.project_id
+  location = var.region
+  name     = google_cloud_run_v2_service.router[0].name
+  role     = "roles/run.invoker"
+  member   = "allUsers"
 }

@@ -30,6 +30,35 @@ locals {
 
   # A startup probe every 10 s, failing after the cold-start budget (Cloud Run: at most 1800 s on a GPU).
   startup_period_s = 10
+
+  # The alert router (alerts.tf). Each webhook source and the env var holding its sender's token.
+  alerts_sender_env = {
+    alertmanager       = "DGEMMA_ALERTS_ALERTMANAGER_TOKEN"
+    grafana            = "DGEMMA_ALERTS_GRAFANA_TOKEN"
+    "cloud-monitoring" = "DGEMMA_ALERTS_CLOUD_MONITORING_TOKEN"
+  }
+  alerts_policy_dir = "/secrets/alerts-policy"
+  alerts_sinks_dir  = "/secrets/sinks"
+  # The router's own secrets by role (key: known at plan time), and their ids: the senders' tokens, the
+  # sinks' keys and, when set, the policy. The router may read these and the API keys, nothing else.
+  alerts_secret_ids = merge(
+    { for source in keys(local.alerts_sender_env) : "sender-${source}" => "${var.service_name}-alerts-${source}-token" },
+    { for name in var.alerts_sink_secrets : "sink-${name}" => "${var.service_name}-alerts-sink-${name}" },
+    var.alerts_policy == "" ? {} : { policy = "${var.service_name}-alerts-policy" },
+  )
+  # The router's env that needs no resource (alerts.tf adds the GPU service's URL and the tokens).
+  router_env = merge(
+    var.alerts_policy == "" ? {} : { DGEMMA_ALERTS_POLICY_FILE = "${local.alerts_policy_dir}/policy.toml" },
+    {
+      DGEMMA_ALERTS_GATEWAY_API_KEY_FILE = "${local.api_keys_dir}/keys"
+      DGEMMA_ALERTS_ID_TOKEN             = "true" # the GPU service is private: an ID token per call
+      DGEMMA_ALERTS_DECISION_BUDGET_S    = tostring(var.alerts_decision_budget_s)
+      # Never in the cloud: a source without a token answers 401 (the service itself is public).
+      DGEMMA_ALERTS_ALLOW_OPEN_SENDERS = "false"
+      DGEMMA_GCP_PROJECT               = var.project_id
+      DGEMMA_LOG_LEVEL                 = var.log_level
+    },
+  )
 }
 
 resource "google_project_service" "apis" {

@@ -49,3 +49,31 @@ output "api_keys_secret" {
   description = "Secret Manager secret whose latest version holds the API keys, one per line."
   value       = google_secret_manager_secret.api_keys.id
 }
+
+output "router_url" {
+  description = "URL of the alert router (empty until a router image is deployed)."
+  value       = var.router_image == "" ? "" : google_cloud_run_v2_service.router[0].uri
+}
+
+output "router_service_account" {
+  description = "Email of the alert router's identity (the GPU service's invoker)."
+  value       = google_service_account.router.email
+}
+
+output "alert_webhooks" {
+  description = "Webhook URL per source (alertmanager, grafana, cloud-monitoring); empty without a router. Alertmanager and Grafana send their token as `Authorization: Bearer`; Cloud Monitoring's URL ends in `?auth_token=`, to which its token is appended."
+  value = var.router_image == "" ? {} : {
+    for source in keys(local.alerts_sender_env) :
+    source => "${google_cloud_run_v2_service.router[0].uri}/v1/alerts/${source}${source == "cloud-monitoring" ? "?auth_token=" : ""}"
+  }
+}
+
+output "alerts_sender_secrets" {
+  description = "Secret Manager secret per source whose latest version is that sender's token (`gcloud secrets versions access latest --secret=NAME`)."
+  value       = { for source in keys(local.alerts_sender_env) : source => google_secret_manager_secret.alerts["sender-${source}"].id }
+}
+
+output "alerts_sink_secrets" {
+  description = "Secret Manager secret per sink secret name; add each value out of band (`gcloud secrets versions add NAME --data-file=-`)."
+  value       = { for name in var.alerts_sink_secrets : name => google_secret_manager_secret.alerts["sink-${name}"].id }
+}

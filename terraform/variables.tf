@@ -212,7 +212,7 @@ variable "gcs_fuse_mount_options" {
 
 variable "invokers" {
   type        = list(string)
-  description = "Principals allowed to invoke the service (`user:...`, `serviceAccount:...`, `group:...`): the operator running `dgemma deploy` (for the smoke call and the gate) and the callers, such as the alert router's service account. Never public."
+  description = "Principals allowed to invoke the service (`user:...`, `serviceAccount:...`, `group:...`): the operator running `dgemma deploy` (for the smoke call and the gate) and other callers. The alert router's own identity is granted by the module. Never public."
   default     = []
 
   validation {
@@ -236,4 +236,100 @@ variable "deletion_protection" {
   type        = bool
   description = "Refuse to destroy the service; `dgemma destroy` turns it off first."
   default     = true
+}
+
+// the alert router (a CPU service in front of the GPU service: monitoring webhooks in, pages out)
+
+variable "router_image" {
+  type        = string
+  description = "Alert router image by digest (REGION-docker.pkg.dev/PROJECT/REPO/SERVICE-router@sha256:..., the Dockerfile's `router` target). Empty: no router service yet. Needs `image`: the router asks the GPU service."
+  default     = ""
+
+  validation {
+    condition     = var.router_image == "" || can(regex("@sha256:[0-9a-f]{64}$", var.router_image))
+    error_message = "router_image must be deployed by digest (...@sha256:<64 hex>)."
+  }
+
+  validation {
+    condition     = var.router_image == "" || var.image != ""
+    error_message = "router_image needs image: the router asks the GPU service, which exists only once image is set."
+  }
+}
+
+variable "alerts_policy" {
+  type        = string
+  description = "The router's policy (TOML content: questions, thresholds, teams, routes, sinks; not secret). Empty: the image's default policy (three example teams, pages printed to the log). Set: stored as the secret SERVICE-alerts-policy, mounted as a file; a change makes a new router revision."
+  default     = ""
+
+  validation {
+    condition     = length(var.alerts_policy) <= 65536
+    error_message = "alerts_policy must be at most 64 KiB (a Secret Manager version's limit)."
+  }
+}
+
+variable "alerts_sink_secrets" {
+  type        = list(string)
+  description = "Names of the sinks' secrets (PagerDuty routing keys, Slack webhook URLs, tokens). Each NAME makes the secret SERVICE-alerts-sink-NAME, without a value (add it out of band: `gcloud secrets versions add`), mounted at /secrets/sinks/NAME/value for the policy's `*_file` settings, e.g. routing_key_file = \"/secrets/sinks/pagerduty/value\"."
+  default     = []
+
+  validation {
+    condition     = alltrue([for n in var.alerts_sink_secrets : can(regex("^[a-z][a-z0-9-]{0,40}$", n))])
+    error_message = "alerts_sink_secrets names must be 1-41 lowercase letters, digits or hyphens, starting with a letter."
+  }
+
+  validation {
+    condition     = length(distinct(var.alerts_sink_secrets)) == length(var.alerts_sink_secrets)
+    error_message = "alerts_sink_secrets must not repeat a name."
+  }
+}
+
+variable "router_cpu" {
+  type        = string
+  description = "vCPUs of the router's instance. At least 1: Cloud Run allows fractional CPU only with a request concurrency of 1."
+  default     = "1"
+
+  validation {
+    condition     = contains(["1", "2", "4"], var.router_cpu)
+    error_message = "router_cpu must be 1, 2 or 4."
+  }
+}
+
+variable "router_memory" {
+  type        = string
+  description = "Memory of the router's instance: from 512Mi (the second generation's minimum) to 4Gi per vCPU."
+  default     = "512Mi"
+
+  validation {
+    condition = (
+      can(regex("^[1-9][0-9]*(Mi|Gi)$", var.router_memory))
+      ? (
+        tonumber(regex("^[0-9]+", var.router_memory)) * (endswith(var.router_memory, "Gi") ? 1024 : 1) >= 512
+        && tonumber(regex("^[0-9]+", var.router_memory)) * (endswith(var.router_memory, "Gi") ? 1024 : 1) <= 4096 * tonumber(var.router_cpu)
+      )
+      : false
+    )
+    error_message = "router_memory must be written like 512Mi or 2Gi, between 512Mi and 4Gi per vCPU of router_cpu."
+  }
+}
+
+variable "router_min_instance_count" {
+  type        = number
+  description = "Router instances kept up: 1 (default) keeps the ledger that stops an alert paging twice and the background updates of unclassified pages alive between alerts, for the price of one always-on vCPU; 0 scales it to zero: a cold start of a few seconds inside the sender's deadline, and a repeat after a restart is paged again (on the same dedup_key, which PagerDuty folds into the open incident)."
+  default     = 1
+
+  validation {
+    condition     = contains([0, 1], var.router_min_instance_count)
+    error_message = "router_min_instance_count must be 0 or 1 (the ledger is per process: never more than one instance)."
+  }
+}
+
+variable "alerts_decision_budget_s" {
+  type        = number
+  description = "Seconds an alert may wait for its classification before it pages unclassified on the fallback route (updated when the answer comes). At most 9: Alertmanager gives a notification, retries included, max(group_interval, 10 s), so the router answers in time even at the shortest group_interval."
+  default     = 5
+
+  validation {
+    condition     = var.alerts_decision_budget_s > 0 && var.alerts_decision_budget_s <= 9
+    error_message = "alerts_decision_budget_s must be more than 0 and at most 9 (Alertmanager may give a notification as little as 10 s)."
+  }
 }

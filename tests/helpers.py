@@ -217,7 +217,7 @@ FAST_GATE = ["--profile", "cpu-smoke", "--latency-seconds", "2", "--throughput-s
 class Cloud:
     """A fake project (the gcloud/terraform stand-ins' state), and `dgemma` commands run against it."""
 
-    def __init__(self, root: Path, service: str, gcs: str, checkpoint: Path) -> None:
+    def __init__(self, root: Path, service: str, gcs: str, checkpoint: Path, router: str = "") -> None:
         from devtools import fakecloud
 
         self.bin, self.state_path, self.work = root / "bin", root / "cloud.json", root / "work"
@@ -226,6 +226,7 @@ class Cloud:
         initial = {
             "service_url": service,
             "candidate_url": service,
+            "router_url": router,  # where the alert router answers (its /readyz), if anywhere
             "buckets": {WEIGHTS_BUCKET: REGION.upper()},
         }
         fakecloud.install(self.bin, self.state_path, initial)
@@ -266,6 +267,11 @@ class Cloud:
             words = [w for w in call[1:] if not w.startswith("-")]
             names.append(" ".join([call[0], *words[:2]]))
         return names
+
+    def versions(self, secret: str) -> list[str]:
+        """The values added to a secret, oldest first."""
+        versions: list[str] = self.state["secrets"][secret]
+        return versions
 
     def traffic(self) -> list[list[Any]]:
         service = self.state["service"]

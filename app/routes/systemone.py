@@ -148,6 +148,10 @@ async def _unless_disconnected(request: Request, work: Awaitable[T], metrics: Me
             task.cancel()
             # Let the cancelled reads unwind before admission gives the slot to the next decision.
             await asyncio.gather(task, return_exceptions=True)
+        elif not task.cancelled():
+            # Retrieved now: when this request is itself cancelled just as the decision failed,
+            # the failure must not resurface as "Task exception was never retrieved".
+            task.exception()
     if task.cancelled():
         metrics.cancelled.inc()
         raise ClientClosed("The client closed the connection; the decision was cancelled.")

@@ -16,7 +16,7 @@ from typing import Protocol, cast
 
 NAMES = (
     *("dev", "run", "serve", "model", "fit", "weights", "quantize", "loadtest"),
-    *("deploy", "destroy", "keys"),
+    *("deploy", "destroy", "keys", "alerts"),
 )
 
 

@@ -38,6 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     service.add_argument("--max-instances", type=int, default=1, help="at most this many L4s at once")
     service.add_argument("--l4-quota", type=int, default=3, help="the project's L4 quota in the region")
     service.add_argument("--cold-start-budget", type=int, default=900, help="seconds to ready (<= 1800)")
+    alerts = parser.add_argument_group("alert router")
+    alerts.add_argument("--alerts-policy", type=Path, help="its routing policy (TOML); default: the image's")
+    alerts.add_argument(
+        "--alerts-sink",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a sink secret, mounted at /secrets/sinks/NAME/value; its value added with gcloud (repeat)",
+    )
     gate = parser.add_argument_group("gate")
     gate.add_argument("--profile", default="l4", help="load-test profile (loadtest/profiles.toml)")
     gate.add_argument("--target", action="append", default=[], metavar="NAME=VALUE", help="override a limit")
@@ -73,6 +82,8 @@ def config(args: argparse.Namespace) -> object:
         warmup_seconds=getattr(args, "warmup_seconds", 900),
         id_token=getattr(args, "id_token", "auto"),
         allow_dirty=getattr(args, "allow_dirty", False),
+        alerts_policy=getattr(args, "alerts_policy", None),
+        alerts_sinks=tuple(getattr(args, "alerts_sink", ())),
         engine=load(EngineSettings),
     )
 

@@ -1,5 +1,6 @@
-"""Fixtures of the deploy tests: the GCS emulator, a gateway standing in for the deployed service, a
-small checkpoint, and a fake project (tests/helpers.py `Cloud`)."""
+"""Fixtures of the deploy tests: the GCS emulator, a gateway standing in for the deployed service, the
+alert router standing in for the deployed router, a small checkpoint, and a fake project
+(tests/helpers.py `Cloud`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,24 @@ def service() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def router(service: str) -> Iterator[str]:
+    """The deployed alert router: the real app, its senders' tokens set, asking the service above."""
+    from app.alerts.main import create_router_app
+    from app.alerts.settings import AlertRouterSettings
+
+    settings = AlertRouterSettings(
+        alerts_gateway_url=service,
+        alerts_gateway_api_key="any",
+        alerts_alertmanager_token="am",
+        alerts_grafana_token="gr",
+        alerts_cloud_monitoring_token="cm",
+        log_level="WARNING",
+    )
+    with serving(create_router_app(settings)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = tmp_path_factory.mktemp("ckpt")
     (src / "config.json").write_text('{"model_type": "diffusion_gemma"}')
@@ -39,5 +58,5 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def cloud(tmp_path: Path, service: str, gcs_url: str, checkpoint: Path) -> Cloud:
-    return Cloud(tmp_path, service, gcs_url, checkpoint)
+def cloud(tmp_path: Path, service: str, router: str, gcs_url: str, checkpoint: Path) -> Cloud:
+    return Cloud(tmp_path, service, gcs_url, checkpoint, router)

@@ -5,13 +5,29 @@ Locust gate. The commands' syntax is checked against the real gcloud in test_dep
 
 from __future__ import annotations
 
+import io
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from google.cloud import storage
+from rich.console import Console
 
+from app.config import ConfigError
 from app.main import create_app
+from deploy.cloud import (
+    ROUTER_SECRETS,
+    SENDERS,
+    DeployConfig,
+    Shell,
+    Terraform,
+    check_alerts_policy,
+    ensure_router_secrets,
+    tfvars,
+)
 from deploy.weights import client_from_env
 from devtools.metadata import claims_of, fake_metadata
 from devtools.stack import ROOT
@@ -19,6 +35,7 @@ from tests.helpers import (
     FAST_GATE,
     PROJECT,
     REGION,
+    TERRAFORM,
     WEIGHTS_BUCKET,
     Cloud,
     ScriptedEngine,
@@ -46,7 +63,31 @@ def test_first_deploy_then_a_gated_candidate_then_a_no_op(cloud: Cloud) -> None:
     bucket = storage.Client(project="test").bucket(WEIGHTS_BUCKET)
     assert bucket.blob("dgemma-w4a16/manifest.json").exists(client=client_from_env("test"))
     assert (cloud.work / "api-key").stat().st_mode & 0o777 == 0o600
-    assert len(cloud.state["secret_versions"]) == 1  # a first key, added out of band
+    assert len(cloud.versions("dgemma-api-keys")) == 1  # a first key, added out of band
+    # The router: its image from the same build, deployed by digest with the revision; each sender's
+    # secret got a random token of its own before (the stand-in, like Cloud Run, refuses a revision
+    # whose secret has no version).
+    assert infra["router_image"] == ""
+    (build,) = cloud.state["builds"]
+    router_tag = build["_ROUTER_IMAGE"]
+    assert (
+        router_tag == f"{REGION}-docker.pkg.dev/{PROJECT}/dgemma/dgemma-router:{router_tag.rsplit(':')[-1]}"
+    )
+    assert build["_IMAGE"].split(":")[-1].startswith(router_tag.rsplit(":")[-1])  # the same commit
+    digest = cloud.state["images"][router_tag]
+    assert revision["router_image"] == f"{router_tag.rsplit(':', 1)[0]}@{digest}"
+    assert cloud.state["router"]["image"] == revision["router_image"]
+    tokens = [cloud.versions(f"dgemma-alerts-{source}-token") for source in SENDERS]
+    assert all(len(v) == 1 and len(v[0]) >= 40 for v in tokens) and len({v[0] for v in tokens}) == 3
+    assert not any(v[0] in first.stdout + first.stderr for v in tokens), "tokens are never printed"
+    # Where each sender posts, and how to read its token (the router answered /readyz).
+    router = cloud.state["router_url"]
+    assert f"alert router ready: {router}" in first.stdout
+    for source in SENDERS:
+        assert f"{source}: {router}/v1/alerts/{source}" in first.stdout
+        reveal = f"token: gcloud secrets versions access latest --secret=dgemma-alerts-{source}-token"
+        assert f"{reveal} --project={PROJECT}" in first.stdout
+    assert f"{router}/v1/alerts/cloud-monitoring?auth_token= (append the token)" in first.stdout
 
     # A changed setting: a new revision at 0 % under `candidate`, the gate, then the traffic.
     mark = len(cloud.state["calls"])
@@ -62,7 +103,10 @@ def test_first_deploy_then_a_gated_candidate_then_a_no_op(cloud: Cloud) -> None:
     assert (promoted["serving_revision"], promoted["candidate_revision"]) == (new_revision, "")
     assert cloud.traffic() == [[new_revision, 100, ""]]
     assert (cloud.work / f"gate-{candidate['revision_suffix']}" / "summary.md").is_file()
-    assert len(cloud.state["secret_versions"]) == 1, "the existing key is reused"
+    assert len(cloud.versions("dgemma-api-keys")) == 1, "the existing key is reused"
+    assert [len(cloud.versions(f"dgemma-alerts-{s}-token")) for s in SENDERS] == [1, 1, 1], "tokens kept"
+    assert candidate["router_image"] == revision["router_image"], "the same commit: the same router"
+    assert "alert router ready" in second.stdout
 
     # Nothing changed: no upload, no build, no apply, no new revision.
     mark, applies = len(cloud.state["calls"]), cloud.state["applies"]
@@ -84,13 +128,13 @@ def test_a_failed_gate_keeps_the_traffic_and_exits_non_zero(cloud: Cloud) -> Non
 
 def test_a_failed_apply_stops_before_any_traffic_change(cloud: Cloud) -> None:
     assert cloud.deploy().returncode == 0
-    serving = cloud.traffic()
+    serving, gates = cloud.traffic(), set(cloud.work.glob("gate-*"))
     cloud.set(fail_apply_at=cloud.state["applies"] + 1)
     failed = cloud.deploy(DGEMMA_ENGINE_CANVAS="48")
     assert failed.returncode == 1
     assert "deploy failed" in failed.stderr and "quota exceeded" in failed.stderr
     assert cloud.traffic() == serving
-    assert not (cloud.work / "gate-").exists() and not list(cloud.work.glob("gate-*48*"))
+    assert set(cloud.work.glob("gate-*")) == gates, "no gate ran for the revision that failed to apply"
 
 
 def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
@@ -114,6 +158,18 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
     variables = json.loads(tfvars[: tfvars.index("\n}\n") + 3])
     assert variables["project_id"] == PROJECT and variables["region"] == REGION
     assert variables["weights_mode"] == "baked" and variables["max_instance_count"] == 1
+    assert variables["router_image"] == "" and variables["alerts_sink_secrets"] == []  # the infrastructure
+    # The router: a token for each sender before the build; both images in it; its URLs at the end.
+    build = out.index("gcloud builds submit")
+    for source in SENDERS:
+        add = f"gcloud secrets versions add dgemma-alerts-{source}-token --project={PROJECT} --data-file=-"
+        assert out.index(add) < build
+        reveal = f"gcloud secrets versions access latest --secret=dgemma-alerts-{source}-token"
+        assert out.index(reveal) > out.index("terraform apply: the traffic to the new revision")
+    assert re.search(
+        r"_IMAGE=<image_repository>/dgemma:[^,]+,_ROUTER_IMAGE=<image_repository>/dgemma-router:", out
+    )
+    assert "<router_url>/readyz (public)" in out
     root = json.loads(
         out.split(f"--- {cloud.work.resolve() / 'main.tf.json'}\n")[1].split("\n}\n")[0] + "\n}"
     )
@@ -122,7 +178,7 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
 
 
 def test_the_private_service_is_called_with_an_id_token_and_the_api_key(
-    tmp_path: Path, gcs_url: str, checkpoint: Path
+    tmp_path: Path, gcs_url: str, checkpoint: Path, router: str
 ) -> None:
     """The smoke call and the gate send Cloud Run an ID token for the service's URL (minted by
     google-auth from the metadata server, as on Cloud Build or GCE) and the gateway its API key."""
@@ -135,14 +191,14 @@ def test_the_private_service_is_called_with_an_id_token_and_the_api_key(
         await app(scope, receive, send)
 
     with serving(recording) as url, fake_metadata() as metadata:
-        cloud = Cloud(tmp_path, url, gcs_url, checkpoint)
+        cloud = Cloud(tmp_path, url, gcs_url, checkpoint, router)
         env = {"GCE_METADATA_HOST": metadata.host, "GCE_METADATA_IP": metadata.host}
         done = cloud.dgemma(
             "deploy", "--checkpoint", str(checkpoint), "--allow-dirty", "--warmup-seconds", "30", *FAST_GATE,
             "--id-token", "auto", **env,
         )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    key = cloud.state["secret_versions"][-1].strip()
+    key = cloud.versions("dgemma-api-keys")[-1].strip()
     assert len(seen) > 10 and metadata.identity_requests()
     for headers in seen:
         assert headers["authorization"] == f"Bearer {key}"
@@ -165,3 +221,86 @@ def test_preflight_says_what_is_wrong(cloud: Cloud) -> None:
         and "gcloud has no valid credentials: run `gcloud auth login`" in no_login.stderr
     )
     assert [c for c in cloud.calls() if c.startswith("terraform")] == [], "nothing is applied after a refusal"
+
+
+def test_the_router_must_answer_after_the_gate(cloud: Cloud) -> None:
+    """The gate passed and the traffic moved; a router that never answers /readyz still fails the
+    deploy, saying so."""
+    cloud.set(router_url="http://127.0.0.1:9")  # nothing listens
+    done = cloud.deploy("--warmup-seconds", "3")
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    message = " ".join(done.stderr.split())
+    assert "the alert router is not ready: http://127.0.0.1:9 was not ready within 3 s" in message
+    assert "serves: the gate passed" in message
+    assert cloud.traffic()[0][1] == 100 and "alert router ready" not in done.stdout
+
+
+def test_a_deployment_from_before_the_router_gets_its_secrets_first(cloud: Cloud) -> None:
+    assert cloud.deploy().returncode == 0
+    # As the project looked before the router: no router, none of its secrets.
+    cloud.set(secrets={"dgemma-api-keys": cloud.versions("dgemma-api-keys")}, router=None)
+    mark = len(cloud.state["calls"])
+    done = cloud.deploy(DGEMMA_ENGINE_CANVAS="48")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # A targeted apply makes the secrets, then the tokens, then the revision (router included).
+    calls = cloud.state["calls"][mark:]
+    applies = [(n, [a for a in c if a.startswith("-target=")]) for n, c in enumerate(calls) if "apply" in c]
+    adds = [n for n, c in enumerate(calls) if c[:4] == ["gcloud", "secrets", "versions", "add"]]
+    assert applies[0][1] == [f"-target={ROUTER_SECRETS}"] and not applies[1][1]
+    assert applies[0][0] < adds[0] and len(adds) == 3 and adds[-1] < applies[1][0]
+    assert [len(cloud.versions(f"dgemma-alerts-{s}-token")) for s in SENDERS] == [1, 1, 1]
+    assert cloud.state["router"] is not None and "alert router ready" in done.stdout
+
+
+def test_destroy_lifts_both_services_protection(cloud: Cloud) -> None:
+    assert cloud.deploy().returncode == 0
+    router_image = cloud.state["router"]["image"]
+    assert cloud.dgemma("destroy").returncode == 0
+    lifted = cloud.state["applied"][-1]
+    assert lifted["deletion_protection"] is False
+    assert lifted["router_image"] == router_image and "@sha256:" in lifted["image"]
+
+
+def test_sink_secrets_need_a_value_and_the_policy_reads_only_mounted_ones(
+    cloud: Cloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sinks and a policy (DeployConfig.alerts_sinks/alerts_policy): the policy must read only sink
+    files the deploy mounts, and a sink secret without a value stops the deploy with the command
+    that adds one. Against the stand-ins, in process."""
+    policy = TERRAFORM / "examples/gpu/alerts-policy.toml"  # reads pagerduty's and slack's files
+    cfg = DeployConfig(PROJECT, REGION, workdir=cloud.work, alerts_policy=policy, alerts_sinks=("pagerduty",))
+    with pytest.raises(ConfigError, match="sink 'slack' reads /secrets/sinks/slack/value, which no declared"):
+        check_alerts_policy(cfg)
+    cfg = replace(cfg, alerts_sinks=("pagerduty", "slack"))
+    check_alerts_policy(cfg)
+    assert tfvars(cfg, "baked")["alerts_policy"] == policy.read_text()
+    assert tfvars(cfg, "baked")["alerts_sink_secrets"] == ["pagerduty", "slack"]
+
+    monkeypatch.setenv("PATH", cloud.env["PATH"])
+    cloud.work.mkdir(parents=True, exist_ok=True)
+    shell = Shell(Console(file=io.StringIO()), cfg.directory, dry_run=False)
+    add = f"printf %s VALUE | gcloud secrets versions add dgemma-alerts-sink-pagerduty --project={PROJECT}"
+    with pytest.raises(ConfigError, match=re.escape(add)):
+        ensure_router_secrets(cfg, shell, Terraform(cfg, shell), tfvars(cfg, "baked"))
+    # Nothing existed: a targeted apply made the secrets, and the senders have their tokens.
+    assert cloud.state["applied"][-1]["targets"] == [ROUTER_SECRETS]
+    assert [len(cloud.versions(cfg.sender_secret(s))) for s in SENDERS] == [1, 1, 1]
+    assert cloud.versions("dgemma-alerts-policy") == [policy.read_text()]  # Terraform's one version
+    cloud.set(secrets={**cloud.state["secrets"], "dgemma-alerts-sink-pagerduty": ["key"]})
+    with pytest.raises(ConfigError, match=r"have no value: dgemma-alerts-sink-slack\."):
+        ensure_router_secrets(cfg, shell, Terraform(cfg, shell), tfvars(cfg, "baked"))
+    cloud.set(secrets={**cloud.state["secrets"], "dgemma-alerts-sink-slack": ["https://hooks.slack.com/x"]})
+    applies = cloud.state["applies"]
+    ensure_router_secrets(cfg, shell, Terraform(cfg, shell), tfvars(cfg, "baked"))
+    assert cloud.state["applies"] == applies, "the secrets exist: no apply"
+    assert [len(cloud.versions(cfg.sender_secret(s))) for s in SENDERS] == [1, 1, 1], "no second token"
+
+
+def test_the_alert_flags_reach_the_deploy(cloud: Cloud) -> None:
+    """`--alerts-policy` and `--alerts-sink` through the real CLI: a policy reading a sink file no
+    flag declares is refused (exit 2) before anything is built."""
+    policy = str(TERRAFORM / "examples/gpu/alerts-policy.toml")
+    done = cloud.deploy("--alerts-policy", policy, "--alerts-sink", "pagerduty")
+    assert done.returncode == 2, done.stderr
+    assert "sink 'slack' reads /secrets/sinks/slack/value" in " ".join(done.stderr.split())
+    assert "builds" not in cloud.state and not cloud.state.get("applied"), "refused before any change"

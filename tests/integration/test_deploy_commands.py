@@ -5,6 +5,7 @@ without reaching Google. The commands are the ones the stand-ins recorded in a f
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -37,7 +38,8 @@ def test_the_real_gcloud_tells_a_wrong_flag_from_a_valid_command(tmp_path: Path)
 
 
 def test_every_emitted_gcloud_command_parses(cloud: Cloud, tmp_path: Path) -> None:
-    assert cloud.deploy().returncode == 0
+    first = cloud.deploy()
+    assert first.returncode == 0
     assert cloud.deploy(DGEMMA_ENGINE_CANVAS="48").returncode == 0  # the candidate path
     keys = cloud.dgemma("keys", "add")
     assert keys.returncode == 0 and len(keys.stdout.strip()) > 30, keys.stderr[-2000:]
@@ -48,6 +50,11 @@ def test_every_emitted_gcloud_command_parses(cloud: Cloud, tmp_path: Path) -> No
     for args in emitted:  # one of each command (its first words), with the flags it was given
         shapes.setdefault(" ".join(a for a in args[:3] if not a.startswith("-")), args)
     assert len(shapes) >= 12, sorted(shapes)
+    # And the commands the deploy prints for the operator (how to read each sender's token).
+    printed = [line.split("token: ", 1)[1] for line in first.stdout.splitlines() if "token: gcloud " in line]
+    assert len(printed) == 3
+    for command in printed:
+        shapes[f"printed: {command}"] = shlex.split(command)[1:]
     for name, args in sorted(shapes.items()):
         done = _gcloud(args, tmp_path / "gcloud")
         assert done.returncode != 2, f"gcloud {name}: {done.stderr[-800:]}"

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.polling import wait_http_ok
 from deploy.weights import MANIFEST, build_manifest
 from devtools.stack import ROOT, free_port, local_stack, spawn_dev
 from tests.helpers import ALERT_QUESTIONS, decision, fake_nvidia_smi
@@ -46,7 +47,7 @@ def test_flashinfer_is_refused_before_anything_starts(env: dict[str, str]) -> No
 
 
 def test_gateway_only_after_engine_health_and_sigterm_drains_under_load(tmp_path: Path) -> None:
-    proc, port, engine_port = spawn_dev(tmp_path / "engine.log")
+    proc, port, engine_port, alerts_port = spawn_dev(tmp_path / "engine.log")
     try:
         engine_healthy_at = gateway_listening_at = None
         deadline = time.monotonic() + 400
@@ -66,6 +67,7 @@ def test_gateway_only_after_engine_health_and_sigterm_drains_under_load(tmp_path
                 time.sleep(0.2)
         assert engine_healthy_at is not None and engine_healthy_at <= gateway_listening_at
         assert httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200
+        assert wait_http_ok(f"http://127.0.0.1:{alerts_port}/readyz", 30), "the router is not up"
 
         # Load sized to drain within the budget on 2 CPU cores: 4 decisions x 3 reads, ~3 s in all.
         body = decision(ALERT_QUESTIONS, read_policy={"mode": "single"})
@@ -85,10 +87,11 @@ def test_gateway_only_after_engine_health_and_sigterm_drains_under_load(tmp_path
         assert statuses == [200] * 4, "in-flight decisions finish during the drain"
         assert code == 0
         assert stopped_in < 10.0 + 2.0  # shutdown_grace_s (Cloud Run's 10 s) plus process exit
-        with pytest.raises(httpx.HTTPError):
-            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+        for url in (f"http://127.0.0.1:{port}/healthz", f"http://127.0.0.1:{alerts_port}/healthz"):
+            with pytest.raises(httpx.HTTPError):
+                httpx.get(url, timeout=2)
         time.sleep(0.5)
-        assert _children_alive(proc.pid) == [], "no engine or gateway process is left"
+        assert _children_alive(proc.pid) == [], "no engine, gateway or router process is left"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -32,3 +32,14 @@ def test_the_module_passes_checkov_with_our_checks() -> None:
     skipped = report["results"]["skipped_checks"]
     comments = [c["check_result"].get("suppress_comment", "") for c in skipped]
     assert comments and all(len(comment) > 30 for comment in comments), "every skip says why"
+    # The router is scanned (the fixture deploys it) and passes our checks; its public invoker is the
+    # one skip of CKV_DGEMMA_1, and the GPU service's grants pass it.
+    named = {
+        (c["check_id"], c["resource"].removeprefix("module.dgemma."))
+        for c in report["results"]["passed_checks"]
+    }
+    for check in ("CKV_DGEMMA_1", "CKV_DGEMMA_2", "CKV_DGEMMA_3"):
+        assert (check, "google_cloud_run_v2_service.router") in named, check
+    assert ("CKV_DGEMMA_1", "google_cloud_run_v2_service_iam_member.router_invokes_gpu[0]") in named
+    public_skips = [c["resource"] for c in skipped if c["check_id"] == "CKV_DGEMMA_1"]
+    assert public_skips == ["module.dgemma.google_cloud_run_v2_service_iam_member.router_public"]

@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from app.alerts.policy import Policy
+from app.alerts.settings import AlertRouterSettings
 from app.config import env_names, load
 from app.settings import GatewaySettings
-from deploy.cloud import L4_REGIONS, OUTPUTS
+from deploy.cloud import L4_REGIONS, OUTPUTS, SENDERS, DeployConfig, check_alerts_policy
 from deploy.coldstart import total
 from deploy.fit import WEIGHTS_MODES
 from deploy.settings import EngineSettings, SupervisorSettings
@@ -25,6 +27,7 @@ from tests.helpers import TERRAFORM, TERRAFORM_ENV, hcl, terraform_eval
 BASE = {"project_id": "my-gpu-project", "region": "europe-west4"}
 GPU_SERVICE_LIMIT_S = 1800  # Cloud Run's startup-probe window for GPU services
 REQUEST_TIMEOUT_LIMIT_S = 3600
+DIGEST = "europe-west4-docker.pkg.dev/p/r/dgemma@sha256:" + "a" * 64
 
 
 def _variables() -> dict[str, dict[str, Any]]:
@@ -35,6 +38,26 @@ def _service() -> dict[str, Any]:
     resource = hcl(TERRAFORM / "service.tf")["resource"][0]["google_cloud_run_v2_service"]["gpu"]
     assert isinstance(resource, dict)
     return resource
+
+
+def _router() -> dict[str, Any]:
+    resource = hcl(TERRAFORM / "alerts.tf")["resource"]
+    found = [
+        r["google_cloud_run_v2_service"]["router"] for r in resource if "google_cloud_run_v2_service" in r
+    ]
+    assert len(found) == 1
+    router: dict[str, Any] = found[0]
+    return router
+
+
+def _resources(path: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    """(type, name, body) of every resource in a file."""
+    return [
+        (kind, name, body)
+        for resource in hcl(path).get("resource", [])
+        for kind, named in resource.items()
+        for name, body in named.items()
+    ]
 
 
 def _all_text() -> str:
@@ -72,6 +95,23 @@ def test_every_variable_is_typed_and_described_and_every_output_described() -> N
         ({"memory": "48Gi"}, "memory must be between 16Gi and 32Gi"),
         ({"cpu": "2"}, "cpu must be 4, 6 or 8"),
         ({"service_name": "Dgemma_1"}, "service_name must be"),
+        (
+            {"router_image": "p/r/dgemma-router:latest", "image": DIGEST},
+            "router_image must be deployed by digest",
+        ),
+        ({"router_image": "x@sha256:" + "b" * 64}, "router_image needs image"),
+        ({"alerts_sink_secrets": ["PagerDuty"]}, "alerts_sink_secrets names must be"),
+        ({"alerts_sink_secrets": ["pager_duty"]}, "alerts_sink_secrets names must be"),
+        ({"alerts_sink_secrets": ["a" * 42]}, "alerts_sink_secrets names must be"),
+        ({"alerts_sink_secrets": ["slack", "slack"]}, "must not repeat a name"),
+        ({"alerts_decision_budget_s": 10}, "alerts_decision_budget_s must be more than 0 and at most 9"),
+        ({"alerts_decision_budget_s": 0}, "alerts_decision_budget_s must be more than 0 and at most 9"),
+        ({"router_cpu": "0.5"}, "router_cpu must be 1, 2 or 4"),
+        ({"router_min_instance_count": 2}, "router_min_instance_count must be 0 or 1"),
+        ({"router_memory": "256Mi"}, "router_memory must be written like 512Mi or 2Gi"),
+        ({"router_memory": "8Gi"}, "between 512Mi and 4Gi per vCPU"),  # 1 vCPU: at most 4Gi
+        ({"router_memory": "1G"}, "router_memory must be written like 512Mi or 2Gi"),
+        ({"alerts_policy": "x" * 65537}, "alerts_policy must be at most 64 KiB"),
     ],
 )
 def test_validation_blocks_refuse_bad_values(tmp_path: Path, override: dict[str, Any], message: str) -> None:
@@ -84,6 +124,20 @@ def test_defaults_and_a_raised_quota_pass(tmp_path: Path) -> None:
     image = "europe-west4-docker.pkg.dev/p/r/dgemma@sha256:" + "a" * 64
     good = {**BASE, "image": image, "l4_gpu_quota": 6, "max_instance_count": 6, "invokers": ["user:a@b.c"]}
     assert terraform_eval(tmp_path, {"ok": "true"}, good) == {"ok": True}
+
+
+def test_a_full_router_configuration_passes(tmp_path: Path) -> None:
+    image = "europe-west4-docker.pkg.dev/p/r/dgemma@sha256:" + "a" * 64
+    router = {
+        "image": image,
+        "router_image": image.replace("/dgemma@", "/dgemma-router@"),
+        "alerts_policy": (TERRAFORM / "examples/gpu/alerts-policy.toml").read_text(),
+        "alerts_sink_secrets": ["pagerduty", "slack", "a" + "b" * 40],
+        "router_cpu": "2",
+        "router_memory": "8Gi",
+        "alerts_decision_budget_s": 9,
+    }
+    assert terraform_eval(tmp_path, {"ok": "true"}, {**BASE, **router}) == {"ok": True}
 
 
 @pytest.mark.parametrize("mode", WEIGHTS_MODES)
@@ -188,17 +242,201 @@ def _members() -> list[tuple[str, str]]:
     return found
 
 
-def test_no_public_invoker_and_no_secret_value() -> None:
+def test_only_the_router_is_public_and_no_secret_value_enters_the_state() -> None:
     members = _members()
     assert len(members) >= 6
-    assert not [m for m in members if "allUsers" in m[1] or "allAuthenticatedUsers" in m[1]]
-    invokers = [m for m in members if m[0].startswith("google_cloud_run_v2_service_iam_member")]
-    assert invokers == [("google_cloud_run_v2_service_iam_member.invokers", "${each.value}")]
+    public = [m for m in members if "allUsers" in m[1] or "allAuthenticatedUsers" in m[1]]
+    assert public == [("google_cloud_run_v2_service_iam_member.router_public", "allUsers")]
+    router_public = next(b for k, n, b in _resources(TERRAFORM / "iam.tf") if n == "router_public")
+    assert router_public["name"] == "${google_cloud_run_v2_service.router[0].name}"
+    assert router_public["role"] == "roles/run.invoker"
     assert "invoker_iam_disabled" not in _all_text()
-    # The key never enters the state: no secret version resource, no secret data, no key in env.
+    # No key or token enters the state: the one secret version is the policy's (configuration, not a
+    # secret); no key or token in a plain env var.
+    versions = [
+        (kind, name, body)
+        for path in TERRAFORM.glob("*.tf")
+        for kind, name, body in _resources(path)
+        if kind == "google_secret_manager_secret_version"
+    ]
+    assert [(n, b["secret_data"]) for _, n, b in versions] == [("alerts_policy", "${var.alerts_policy}")]
+    assert versions[0][2]["secret"] == '${google_secret_manager_secret.alerts["policy"].id}'
     text = _all_text()
-    assert "google_secret_manager_secret_version" not in text and "secret_data" not in text
+    assert text.count("secret_data") == 1
     assert not re.search(r"DGEMMA_API_KEYS\s*=", text), "keys come from the mounted secret file only"
+    secret_env = r"DGEMMA_ALERTS_((ALERTMANAGER|GRAFANA|CLOUD_MONITORING)_(TOKEN|BASIC)|GATEWAY_API_KEY)\s*="
+    assert not re.search(secret_env, text), "the senders' tokens and the gateway's key come from secrets"
+
+
+def test_the_router_is_the_only_new_invoker_of_the_gpu_service() -> None:
+    gpu_grants = [
+        (name, body["member"], body["role"], body.get("count", body.get("for_each")))
+        for kind, name, body in _resources(TERRAFORM / "iam.tf")
+        if kind.startswith("google_cloud_run_v2_service_iam")
+        and "google_cloud_run_v2_service.gpu" in str(body.get("name"))
+    ]
+    assert gpu_grants == [
+        (
+            "invokers",
+            "${each.value}",
+            "roles/run.invoker",
+            '${var.image == "" ? toset([]) : toset(var.invokers)}',
+        ),
+        (
+            "router_invokes_gpu",
+            "serviceAccount:${google_service_account.router.email}",
+            "roles/run.invoker",
+            '${var.image == "" || var.router_image == "" ? 0 : 1}',
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({}, set()),
+        ({"alerts_sink_secrets": ["pagerduty", "slack"]}, {"sink-pagerduty", "sink-slack"}),
+        ({"alerts_policy": "x = 1", "alerts_sink_secrets": ["pagerduty"]}, {"policy", "sink-pagerduty"}),
+    ],
+)
+def test_the_routers_secret_grants_are_secret_level_and_cover_exactly_its_secrets(
+    tmp_path: Path, variables: dict[str, Any], expected: set[str]
+) -> None:
+    got = terraform_eval(tmp_path, {"ids": "local.alerts_secret_ids"}, {**BASE, **variables})
+    assert isinstance(got, dict), got
+    senders = {"sender-alertmanager", "sender-grafana", "sender-cloud-monitoring"}
+    assert set(got["ids"]) == senders | expected
+    names = {
+        "sender-alertmanager": "dgemma-alerts-alertmanager-token",
+        "sender-grafana": "dgemma-alerts-grafana-token",
+        "sender-cloud-monitoring": "dgemma-alerts-cloud-monitoring-token",
+        "sink-pagerduty": "dgemma-alerts-sink-pagerduty",
+        "sink-slack": "dgemma-alerts-sink-slack",
+        "policy": "dgemma-alerts-policy",
+    }
+    assert got["ids"] == {k: names[k] for k in got["ids"]}
+    deploy = DeployConfig(BASE["project_id"], BASE["region"])  # `dgemma deploy` names them the same
+    assert [got["ids"][f"sender-{s}"] for s in SENDERS] == [deploy.sender_secret(s) for s in SENDERS]
+    sinks = {k: v for k, v in got["ids"].items() if k.startswith("sink-")}
+    assert sinks == {f"sink-{n}": deploy.sink_secret(n) for n in variables.get("alerts_sink_secrets", [])}
+    # One secret resource per id, and one secret-level grant per secret the router reads (its own and
+    # the gateway's API keys); the router's identity has no other grant, nothing project-wide.
+    (secret,) = [b for k, n, b in _resources(TERRAFORM / "alerts.tf") if k == "google_secret_manager_secret"]
+    assert secret["for_each"] == "${local.alerts_secret_ids}" and secret["secret_id"] == "${each.value}"
+    router_grants = {
+        (kind, name): body
+        for path in TERRAFORM.glob("*.tf")
+        for kind, name, body in _resources(path)
+        if "google_service_account.router" in str(body.get("member", ""))
+    }
+    assert set(router_grants) == {
+        ("google_secret_manager_secret_iam_member", "router_reads_secrets"),
+        ("google_cloud_run_v2_service_iam_member", "router_invokes_gpu"),
+    }
+    reads = router_grants[("google_secret_manager_secret_iam_member", "router_reads_secrets")]
+    assert reads["role"] == "roles/secretmanager.secretAccessor" and reads["secret_id"] == "${each.value}"
+    assert reads["for_each"] == (
+        '${merge({"api-keys" = google_secret_manager_secret.api_keys.secret_id}, '
+        "{for key, secret in google_secret_manager_secret.alerts : key => secret.secret_id})}"
+    )
+    # What the router mounts or reads as env is among what it is granted.
+    used = set(re.findall(r"google_secret_manager_secret\.(\w+)", str(_router())))
+    assert used == {"api_keys", "alerts"}
+
+
+def test_the_router_env_is_what_its_settings_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    variables = {**BASE, "alerts_policy": "x = 1", "alerts_decision_budget_s": 7}
+    got = terraform_eval(
+        tmp_path, {"env": "local.router_env", "senders": "local.alerts_sender_env"}, variables
+    )
+    assert isinstance(got, dict), got
+    env, senders = got["env"], got["senders"]
+    known = {n for names in env_names(AlertRouterSettings).values() for n in names}
+    set_in_resource = {e["name"] for e in _router()["template"][0]["containers"][0]["env"] if "name" in e}
+    assert set_in_resource == {"DGEMMA_ALERTS_GATEWAY_URL"}
+    assert set(env) | set(senders.values()) | set_in_resource <= known
+    # Each source's token reaches that source's setting.
+    for source, name in senders.items():
+        field = f"alerts_{source.replace('-', '_')}_token"
+        assert env_names(AlertRouterSettings)[field] == (name,), source
+    assert set(senders) == {"alertmanager", "grafana", "cloud-monitoring"}
+    # The files exist only in the container: stand-ins here, at the paths the router is told.
+    assert env["DGEMMA_ALERTS_POLICY_FILE"] == "/secrets/alerts-policy/policy.toml"
+    assert env["DGEMMA_ALERTS_GATEWAY_API_KEY_FILE"] == "/secrets/api-keys/keys"
+    keys = tmp_path / "keys"
+    keys.write_text("first-key\nsecond-key\n")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DGEMMA_ALERTS_POLICY_FILE", str(TERRAFORM / "examples/gpu/alerts-policy.toml"))
+    monkeypatch.setenv("DGEMMA_ALERTS_GATEWAY_API_KEY_FILE", str(keys))
+    for name in senders.values():
+        monkeypatch.setenv(name, f"token-of-{name}")
+    router = load(AlertRouterSettings)
+    assert router.alerts_id_token is True and router.alerts_allow_open_senders is False
+    assert router.alerts_decision_budget_s == 7 and router.gateway_key() == "first-key"
+    assert router.alerts_grafana_token is not None
+    assert router.alerts_grafana_token.get_secret_value() == "token-of-DGEMMA_ALERTS_GRAFANA_TOKEN"
+    # Without a policy the image's default applies: the variable is not set at all.
+    (tmp_path / "default").mkdir()
+    default = terraform_eval(tmp_path / "default", {"env": "local.router_env"}, BASE)
+    assert isinstance(default, dict) and "DGEMMA_ALERTS_POLICY_FILE" not in default["env"]
+
+
+def test_the_router_runs_one_always_on_instance() -> None:
+    router = _router()
+    assert router["count"] == '${var.router_image == "" ? 0 : 1}'
+    assert router["ingress"] == "INGRESS_TRAFFIC_ALL"
+    assert router["deletion_protection"] == "${var.deletion_protection}"
+    template = router["template"][0]
+    assert template["service_account"] == "${google_service_account.router.email}"
+    assert template["scaling"][0] == {
+        "min_instance_count": "${var.router_min_instance_count}",
+        "max_instance_count": 1,
+    }
+    assert _variables()["router_min_instance_count"]["default"] == 1
+    assert 1 < template["max_instance_request_concurrency"] <= 1000
+    assert "node_selector" not in template  # CPU only
+    (container,) = template["containers"]
+    resources = container["resources"][0]
+    assert resources["cpu_idle"] is False
+    assert set(resources["limits"]) == {"cpu", "memory"}
+    assert container["startup_probe"][0]["http_get"][0]["path"] == "/readyz"
+    assert container["liveness_probe"][0]["http_get"][0]["path"] == "/healthz"
+    assert _variables()["router_cpu"]["default"] == "1"
+    assert _variables()["router_memory"]["default"] == "512Mi"
+    assert _variables()["alerts_decision_budget_s"]["default"] == 5
+
+
+def test_sink_secrets_are_mounted_where_a_policy_reads_them(tmp_path: Path) -> None:
+    """One volume per sink secret, its value at /secrets/sinks/NAME/value: the example's policy
+    (checked by the router's own loader) reads exactly the sinks its module call declares."""
+    template = _router()["template"][0]
+    (sink_volumes,) = [d["volumes"] for d in template["dynamic"] if "sink-" in str(d)]
+    assert sink_volumes["for_each"] == "${toset(var.alerts_sink_secrets)}"
+    item = sink_volumes["content"][0]["secret"][0]["items"][0]
+    assert item == {"version": "latest", "path": "value"}
+    mounts = template["containers"][0]["dynamic"]
+    (sink_mounts,) = [d["volume_mounts"] for d in mounts if "sink-" in str(d)]
+    got = terraform_eval(tmp_path, {"dir": "local.alerts_sinks_dir"}, BASE)
+    assert isinstance(got, dict)
+    assert sink_mounts["content"][0]["mount_path"] == "${local.alerts_sinks_dir}/${volume_mounts.value}"
+    call = hcl(TERRAFORM / "examples/gpu/main.tf")["module"][0]["dgemma"]
+    policy = Policy.load(TERRAFORM / "examples/gpu/alerts-policy.toml")
+    files = {
+        str(value)
+        for cfg in policy.sink_configs.values()
+        for key, value in cfg.model_dump().items()
+        if key.endswith("_file") and value is not None
+    }
+    assert files == {f"{got['dir']}/{name}/{item['path']}" for name in call["alerts_sink_secrets"]}
+    # `dgemma deploy` checks a policy against the same mounts.
+    example = DeployConfig(
+        BASE["project_id"],
+        BASE["region"],
+        alerts_policy=TERRAFORM / "examples/gpu/alerts-policy.toml",
+        alerts_sinks=tuple(call["alerts_sink_secrets"]),
+    )
+    check_alerts_policy(example)
 
 
 def test_least_privilege_for_the_runtime_identity() -> None:

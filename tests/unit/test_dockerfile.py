@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 from dockerfile_parse import DockerfileParser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,3 +81,90 @@ def test_lock_covers_every_runtime_dependency() -> None:
         name = re.split(r"[\[<>=!~ ]", dep, maxsplit=1)[0].lower()
         assert name in pinned, f"{name} is missing from requirements/gateway.lock: regenerate it (make lock)"
     assert "--hash=sha256:" in lock
+
+
+# -- the alert router's image (`--target router`) ----------------------------------------------------
+
+
+def _arg(instructions: list[dict[str, str]], name: str) -> str:
+    return next(
+        i["value"].split("=", 1)[1]
+        for i in instructions
+        if i["instruction"] == "ARG" and i["value"].startswith(f"{name}=")
+    )
+
+
+def test_router_is_a_slim_cpu_python_without_vllm(instructions: list[dict[str, str]]) -> None:
+    router = _stage(instructions, "router")
+    assert router[0]["value"] == "${ROUTER_BASE_IMAGE} AS router"
+    assert _arg(instructions, "ROUTER_BASE_IMAGE") == "python:3.11-slim"  # pinned by digest in production
+    text = " ".join(i["value"] for i in router).lower()
+    assert "vllm" not in text and "--from=" not in text, "no vLLM, no weights, nothing of the GPU stages"
+
+
+def test_router_installs_the_hashed_lock_before_the_code(instructions: list[dict[str, str]]) -> None:
+    router = [f"{i['instruction']} {i['value']}" for i in _stage(instructions, "router")]
+    lock = next(n for n, line in enumerate(router) if "--require-hashes -r /tmp/gateway.lock" in line)
+    code = next(n for n, line in enumerate(router) if line.startswith("COPY app"))
+    project = next(n for n, line in enumerate(router) if "pip install --no-cache-dir --no-deps /src" in line)
+    assert lock < code < project
+
+
+def test_router_runs_non_root_on_cloud_runs_port(instructions: list[dict[str, str]]) -> None:
+    router = _stage(instructions, "router")
+    user = [i["value"] for i in router if i["instruction"] == "USER"]
+    assert user and user[-1].split(":")[0] not in ("root", "0")
+    entry = [i["value"] for i in router if i["instruction"] == "ENTRYPOINT"]
+    assert json.loads(entry[-1]) == ["/opt/router/bin/dgemma", "alerts", "serve"]  # exec form: PID 1
+    assert router[-1]["instruction"] == "ENTRYPOINT"
+    envs = " ".join(i["value"] for i in router if i["instruction"] == "ENV")
+    assert "DGEMMA_ALERTS_HOST=0.0.0.0" in envs and "PORT=8080" in envs
+
+
+def test_runtime_stays_the_default_target(instructions: list[dict[str, str]]) -> None:
+    stages = [i["value"].split()[-1] for i in instructions if i["instruction"] == "FROM"]
+    assert stages[-1] == "runtime" and stages.index("router") < stages.index("runtime")
+
+
+def test_cloud_build_builds_both_images_in_one_build() -> None:
+    build = yaml.safe_load((ROOT / "cloudbuild.yaml").read_text())
+    gpu, router = build["steps"]
+    # The GPU image as before: the default target, baked weights through the build's network.
+    assert "--target" not in gpu["args"] and "waitFor" not in gpu
+    weights = ["--network=cloudbuild", "--build-arg", "WEIGHTS_URL=${_WEIGHTS_URL}"]
+    assert gpu["args"] == ["build", *weights, "--tag", "${_IMAGE}", "."]
+    # The router alongside, from the start (BuildKit: only the stages its target needs).
+    assert router["waitFor"] == ["-"] and "DOCKER_BUILDKIT=1" in router["env"]
+    args = router["args"]
+    assert (
+        args[args.index("--target") + 1] == "router" and args[args.index("--tag") + 1] == "${_ROUTER_IMAGE}"
+    )
+    assert build["images"] == ["${_IMAGE}", "${_ROUTER_IMAGE}"]
+    assert {"_IMAGE", "_ROUTER_IMAGE", "_WEIGHTS_URL"} <= set(build["substitutions"])
+
+
+def test_lock_covers_what_the_router_imports() -> None:
+    """Every third-party module app/alerts imports is a distribution of the lock (the router's image
+    installs nothing else); google-auth mints its ID tokens."""
+    import ast
+    import importlib.metadata
+    import sys
+
+    dists = importlib.metadata.packages_distributions()
+    lock = (ROOT / "requirements/gateway.lock").read_text()
+    pinned = {m.group(1).lower().replace("_", "-") for m in re.finditer(r"^([A-Za-z0-9_.-]+)==", lock, re.M)}
+    modules: set[str] = set()
+    for path in [*(ROOT / "app").rglob("*.py"), ROOT / "deploy/commands/alerts.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules.add(node.module.split(".")[0])
+    third_party = {
+        m for m in modules if m not in sys.stdlib_module_names and m not in ("app", "deploy", "__future__")
+    }
+    assert {"google", "tenacity", "httpx", "fastapi", "uvicorn", "pydantic_settings"} <= third_party
+    for module in third_party:
+        names = {d.lower().replace("_", "-") for d in dists.get(module, [module])}
+        assert names & pinned, f"{module} is imported by the router but not in requirements/gateway.lock"
+    assert "google-auth" in pinned

@@ -13,6 +13,12 @@ variable "image" {
   default     = ""
 }
 
+variable "router_image" {
+  type        = string
+  description = "Alert router image by digest (the Dockerfile's `router` target); empty until it is built (it needs image)."
+  default     = ""
+}
+
 variable "operator" {
   type        = string
   description = "Who runs the deploy and its load-test gate, e.g. user:you@example.com."
@@ -36,6 +42,13 @@ module "dgemma" {
 
   invokers = [var.operator]
   labels   = { team = "sre" }
+
+  # The alert router: pages to PagerDuty, tickets to Slack. Add each sink's value once, out of band:
+  #   printf %s KEY | gcloud secrets versions add dgemma-alerts-sink-pagerduty --data-file=-
+  router_image             = var.router_image
+  alerts_policy            = file("${path.module}/alerts-policy.toml")
+  alerts_sink_secrets      = ["pagerduty", "slack"]
+  alerts_decision_budget_s = 5
 }
 
 output "service_url" {
@@ -46,4 +59,9 @@ output "service_url" {
 output "weights_url" {
   description = "Where `dgemma weights upload` puts the checkpoint."
   value       = module.dgemma.weights_url
+}
+
+output "alert_webhooks" {
+  description = "Where Alertmanager, Grafana and Cloud Monitoring send their webhooks."
+  value       = module.dgemma.alert_webhooks
 }

@@ -1,0 +1,165 @@
+"""Per-source webhook authentication, as each sender can authenticate:
+
+- Alertmanager: `Authorization: Bearer <token>` (`http_config.authorization`) or Basic
+  (`http_config.basic_auth`);
+- Grafana: Basic (username/password), or `Authorization: <scheme> <credentials>` (scheme
+  `authorization_scheme`, Bearer by default);
+- Cloud Monitoring: `webhook_tokenauth` (a token the operator writes into the channel's URL query,
+  `?auth_token=...` by default) or `webhook_basicauth` (Basic). It cannot send other headers.
+
+Secrets are kept only as SHA-256 digests and compared in constant time, every configured one on
+every request, as in app/auth.py. A source with no credential is refused at construction unless
+explicitly left open (local use), as the gateway's DGEMMA_ALLOW_ANY_KEY.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from collections.abc import Mapping
+from typing import Literal
+
+from app.alerts.records import Source
+from app.config import ConfigError
+from app.errors import Unauthorized
+
+Kind = Literal["header", "basic", "query"]
+
+# What each sender can send; a credential of another kind could never match, so it is a config error.
+SUPPORTED: dict[Source, frozenset[Kind]] = {
+    "alertmanager": frozenset({"header", "basic"}),
+    "grafana": frozenset({"header", "basic"}),
+    "cloud-monitoring": frozenset({"query", "basic"}),
+}
+QUERY_PARAM = "auth_token"  # Cloud Monitoring token auth: the operator's choice, this by default
+REALM = "alerts"
+_ABSENT = hashlib.sha256(b"\x00absent").digest()  # stands in for a missing credential, so every
+# request does the same comparisons; the flag beside it keeps it from ever matching
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+class SenderAuth:
+    """The credentials one source's webhooks must carry. `check` raises Unauthorized unless the
+    request carries one of them."""
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        tokens: tuple[str, ...] = (),
+        basic: tuple[tuple[str, str], ...] = (),
+        query_tokens: tuple[str, ...] = (),
+        scheme: str = "Bearer",
+        query_param: str = QUERY_PARAM,
+        allow_open: bool = False,
+    ) -> None:
+        self.source = source
+        self.scheme = scheme.strip()
+        self.query_param = query_param
+        if not self.scheme or " " in self.scheme or self.scheme.lower() == "basic":
+            raise ConfigError(
+                f"{source} webhook auth: the Authorization scheme must be one word other than Basic "
+                "(basic auth is configured as a username and password)"
+            )
+        for user, password in basic:
+            if not user or not password or ":" in user:
+                raise ConfigError(
+                    f"{source} webhook auth: basic auth needs a username (without ':') and a password"
+                )
+        self._tokens = tuple(_digest(t) for t in dict.fromkeys(tokens) if t)
+        self._basic = tuple((_digest(u), _digest(p)) for u, p in dict.fromkeys(basic))
+        self._query = tuple(_digest(t) for t in dict.fromkeys(query_tokens) if t)
+        configured: set[Kind] = set()
+        if self._tokens:
+            configured.add("header")
+        if self._basic:
+            configured.add("basic")
+        if self._query:
+            configured.add("query")
+        unsupported = sorted(configured - SUPPORTED[source])
+        if unsupported:
+            raise ConfigError(f"{source} webhooks cannot send {' or '.join(unsupported)} credentials")
+        self.open = not configured
+        if self.open and not allow_open:
+            raise ConfigError(
+                f"no credential for {source} webhooks: configure one, or allow them open (local use only)"
+            )
+
+    @classmethod
+    def from_secrets(
+        cls,
+        source: Source,
+        bearer: str | None = None,
+        basic: tuple[str, str] | None = None,
+        query_token: str | None = None,
+        *,
+        scheme: str = "Bearer",
+        query_param: str = QUERY_PARAM,
+        allow_open: bool = False,
+    ) -> SenderAuth:
+        """One of each kind at most, as plain strings (the caller unwraps its SecretStr); None or
+        empty means not configured. `bearer` is sent as `Authorization: <scheme> <bearer>`."""
+        return cls(
+            source,
+            tokens=(bearer.strip(),) if bearer and bearer.strip() else (),
+            basic=(basic,) if basic is not None else (),
+            query_tokens=(query_token.strip(),) if query_token and query_token.strip() else (),
+            scheme=scheme,
+            query_param=query_param,
+            allow_open=allow_open,
+        )
+
+    @property
+    def challenge(self) -> str:
+        """The `WWW-Authenticate` value for a 401 from this source (RFC 7235: one challenge per
+        scheme that would be accepted; a query token has no scheme, so Bearer stands for it)."""
+        challenges = []
+        if self._tokens or not self._basic:
+            challenges.append(f'{self.scheme} realm="{REALM}"')
+        if self._basic:
+            challenges.append(f'Basic realm="{REALM}", charset="UTF-8"')
+        return ", ".join(challenges)
+
+    def check(self, headers: Mapping[str, str], query: Mapping[str, str]) -> None:
+        """Raise Unauthorized unless the request carries a configured credential. `headers` is
+        read case-insensitively; two Authorization headers are refused as ambiguous."""
+        if self.open:
+            return
+        values = [v for k, v in headers.items() if k.lower() == "authorization"]
+        authorization = values[0] if len(values) == 1 else ""
+        scheme, _, credentials = authorization.strip().partition(" ")
+        credentials = credentials.strip()
+        token = credentials if scheme.lower() == self.scheme.lower() and credentials else None
+        pair = _basic_pair(credentials) if scheme.lower() == "basic" else None
+        query_token = query.get(self.query_param) or None
+
+        # Every configured credential is compared, whatever the request carries and whichever
+        # matches, over fixed-length digests: the time taken says nothing about the secrets.
+        given_token = _digest(token) if token is not None else _ABSENT
+        given_user, given_password = (_digest(pair[0]), _digest(pair[1])) if pair else (_ABSENT, _ABSENT)
+        given_query = _digest(query_token) if query_token is not None else _ABSENT
+        ok = False
+        for digest in self._tokens:
+            ok |= hmac.compare_digest(given_token, digest) & (token is not None)
+        for user, password in self._basic:
+            same = hmac.compare_digest(given_user, user) & hmac.compare_digest(given_password, password)
+            ok |= same & (pair is not None)
+        for digest in self._query:
+            ok |= hmac.compare_digest(given_query, digest) & (query_token is not None)
+        if not ok:
+            raise Unauthorized("Invalid or missing webhook credentials.")
+
+
+def _basic_pair(credentials: str) -> tuple[str, str] | None:
+    """`user:password` from a Basic credential (RFC 7617), or None when it is not one."""
+    try:
+        text = base64.b64decode(credentials, validate=True).decode()
+    except (binascii.Error, ValueError):  # ValueError covers UnicodeDecodeError
+        return None
+    user, colon, password = text.partition(":")
+    return (user, password) if colon else None

@@ -1,0 +1,79 @@
+"""The alert router's settings section (`dgemma alerts serve`): `DGEMMA_ALERTS_*` env vars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr, model_validator
+
+from app.config import KitSettings
+
+DEFAULT_POLICY = Path(__file__).resolve().parent / "default_policy.toml"
+
+
+class AlertRouterSettings(KitSettings):
+    """The alert router: where it listens, the gateway it asks, how it checks its senders."""
+
+    alerts_host: str = "127.0.0.1"
+    """Address the router listens on (`0.0.0.0` in its container)."""
+    alerts_port: int = Field(
+        8090, validation_alias=AliasChoices("PORT", "DGEMMA_ALERTS_PORT"), ge=1, le=65535
+    )
+    """Router port. Cloud Run's `PORT` (the router's own service) wins over `DGEMMA_ALERTS_PORT`."""
+    alerts_policy_file: Path = DEFAULT_POLICY
+    """The routing policy (TOML): questions, thresholds, uncertain band, teams, routes, sinks; checked
+    at start. The default classifies into three example teams and prints pages to the console."""
+
+    alerts_gateway_url: str = "http://127.0.0.1:8080"
+    """The decision service (the gateway) the router asks."""
+    alerts_gateway_api_key: SecretStr | None = None
+    """API key the router sends the gateway (`Authorization: Bearer`)."""
+    alerts_gateway_api_key_file: Path | None = None
+    """File holding that key (a Secret Manager mount); read once at start."""
+    alerts_id_token: bool = False
+    """Send the gateway an ID token for its URL (google-auth: the metadata server on Cloud Run), as a
+    private Cloud Run service requires."""
+    alerts_decision_budget_s: float = Field(5.0, gt=0, le=60)
+    """How long an alert may wait for its classification. Past it, or when the gateway is not ready,
+    the page goes out unclassified on the policy's fallback route at once and is updated when the
+    classification arrives. Keep it well under the senders' deadline: Alertmanager gives a
+    notification, retries included, max(group_interval, 10 s)."""
+    alerts_reclassify_for_s: float = Field(1800.0, gt=0)
+    """How long the router keeps trying to classify an alert it paged unclassified (a scaled-to-zero
+    GPU service takes minutes to start)."""
+    alerts_max_concurrency: int = Field(8, ge=1, le=256)
+    """Alerts of one group classified at once (one decision each)."""
+
+    alerts_alertmanager_token: SecretStr | None = None
+    """Bearer token Alertmanager sends (`http_config.authorization.credentials`)."""
+    alerts_alertmanager_basic: SecretStr | None = None
+    """`user:password` Alertmanager sends (`http_config.basic_auth`), instead of or beside the token."""
+    alerts_grafana_token: SecretStr | None = None
+    """Bearer token of the Grafana webhook contact point (its Authorization header credentials)."""
+    alerts_grafana_basic: SecretStr | None = None
+    """`user:password` of the Grafana contact point's basic auth."""
+    alerts_cloud_monitoring_token: SecretStr | None = None
+    """Token in the URL of a Cloud Monitoring `webhook_tokenauth` channel."""
+    alerts_cloud_monitoring_basic: SecretStr | None = None
+    """`user:password` of a Cloud Monitoring `webhook_basicauth` channel."""
+    alerts_allow_open_senders: bool = False
+    """Accept a source with no credential configured (local use: `dgemma dev` turns it on). Off, a
+    source without credentials answers 401 to everything, and the router logs it at start."""
+
+    @model_validator(mode="after")
+    def _files_exist(self) -> AlertRouterSettings:
+        for name, path in (
+            ("DGEMMA_ALERTS_POLICY_FILE", self.alerts_policy_file),
+            ("DGEMMA_ALERTS_GATEWAY_API_KEY_FILE", self.alerts_gateway_api_key_file),
+        ):
+            if path is not None and not path.is_file():
+                raise ValueError(f"{name}={path} is not a readable file")
+        return self
+
+    def gateway_key(self) -> str | None:
+        """The key for the gateway, from the setting or its file."""
+        if self.alerts_gateway_api_key is not None:
+            return self.alerts_gateway_api_key.get_secret_value()
+        if self.alerts_gateway_api_key_file is not None:
+            return self.alerts_gateway_api_key_file.read_text().strip().splitlines()[0]
+        return None
