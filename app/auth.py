@@ -13,15 +13,29 @@ from app.settings import GatewaySettings
 log = logging.getLogger("app.auth")
 
 
-def _digest(token: bytes) -> bytes:
-    return hashlib.sha256(token).digest()
+_ABSENT = hashlib.sha256(b"\x00absent").digest()  # stands in for a missing credential
+
+
+def digest(secret: str) -> bytes:
+    """How a secret is kept: its SHA-256 (one length, so comparisons take one time)."""
+    return hashlib.sha256(secret.encode()).digest()
+
+
+def matches(given: str | None, digests: tuple[bytes, ...]) -> bool:
+    """Whether `given` (None: the request carries none) is one of the kept secrets. Every digest is
+    compared, in constant time, whatever `given` is: the time taken says nothing about them."""
+    candidate = digest(given) if given is not None else _ABSENT
+    ok = False
+    for kept in digests:
+        ok |= hmac.compare_digest(candidate, kept)
+    return ok and given is not None
 
 
 class KeyRing:
     """The accepted keys; empty only when any bearer token is explicitly allowed."""
 
     def __init__(self, keys: list[str], *, allow_any: bool) -> None:
-        self._digests = tuple(_digest(k.encode()) for k in dict.fromkeys(keys) if k)
+        self._digests = tuple(digest(k) for k in dict.fromkeys(keys) if k)
         self.open = not self._digests
         if self.open and not allow_any:
             raise ConfigError(
@@ -46,10 +60,5 @@ class KeyRing:
         if self.open:
             return
         scheme, _, token = authorization.partition(" ")
-        given = _digest(token.strip().encode())
-        # Digests have one length, and every key is compared, so timing tells nothing.
-        ok = False
-        for key in self._digests:
-            ok |= hmac.compare_digest(given, key)
-        if scheme.lower() != "bearer" or not ok:
+        if not matches(token.strip(), self._digests) or scheme.lower() != "bearer":
             raise Unauthorized("Invalid or missing API key.")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
@@ -88,9 +87,9 @@ def _env_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, list | tuple):
         return ",".join(_env_value(v) for v in value)
-    if isinstance(value, dt.date | Path):
-        return value.isoformat() if isinstance(value, dt.date) else str(value)
-    return str(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)  # numbers, paths, strings
 
 
 def to_env(settings: KitSettings) -> dict[str, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import zstandard
@@ -182,6 +183,19 @@ def _has_text(value: Content | None) -> bool:
 
 
 # -- body decoding ------------------------------------------------------------------------------
+
+
+async def read_limited(declared: str | None, chunks: AsyncIterator[bytes], limit: int) -> bytes:
+    """A request body (its `Content-Length` header, its stream) read whole, or 413 as soon as it is
+    over `limit` bytes: a declared length is refused before reading, a stream as it passes it."""
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"The request body exceeds {limit} bytes.")
+    raw = bytearray()
+    async for chunk in chunks:
+        raw += chunk
+        if len(raw) > limit:
+            raise BodyTooLarge(f"The request body exceeds {limit} bytes.")
+    return bytes(raw)
 
 
 def decode_content(body: bytes, encoding: str | None, limit: int) -> bytes:

@@ -17,11 +17,10 @@ from rich.console import Console
 
 from app.config import ConfigError
 from app.identity import IdentityError
-from deploy.cloud import DeployError
 from deploy.commands import all_commands, missing
+from deploy.errors import DeployError, WeightsError
 from deploy.fit import FitError
 from deploy.supervisor import StartRefused
-from deploy.weights import WeightsError
 from loadtest.gate import GateError, ProfileError
 
 # The one table from typed errors to exit codes (first match wins) and the label each is reported with.

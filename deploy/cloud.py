@@ -33,6 +33,7 @@ from app.config import ConfigError
 from app.identity import audience_of
 from app.polling import wait_until
 from deploy.auth import id_tokens
+from deploy.errors import DeployError, WeightsError
 from deploy.fit import (
     WEIGHTS_MODES,
     check_host_fits,
@@ -68,10 +69,6 @@ SENDERS = ("alertmanager", "grafana", "cloud-monitoring")
 ROUTER_SECRETS = "module.dgemma.google_secret_manager_secret.alerts"
 ROUTER_READY_S = 120.0  # one always-on CPU instance, started by the apply: ready in seconds
 SMOKE_QUESTION = {"page": {"type": "noul", "instructions": "Should on-call be paged?"}}
-
-
-class DeployError(RuntimeError):
-    """A step of the deploy failed; traffic is where it was. The message names the step."""
 
 
 @dataclass(frozen=True)
@@ -245,14 +242,14 @@ class Terraform:
         self.dir = cfg.directory
         self.env = ["env", "TF_IN_AUTOMATION=1", "TF_INPUT=0"]
 
-    def _tf(self, *args: str, reads: str = "") -> Result:
-        return self.shell.run([*self.env, "terraform", f"-chdir={self.dir}", *args], reads=reads)
+    def run(self, *args: str, reads: str = "", check: bool = True) -> Result:
+        return self.shell.run([*self.env, "terraform", f"-chdir={self.dir}", *args], reads=reads, check=check)
 
     def init(self, variables: dict[str, Any]) -> None:
         self.shell.write(
             self.dir / "main.tf.json", json.dumps(root_module(self.cfg, variables), indent=2) + "\n"
         )
-        self._tf("init", "-input=false", "-no-color", "-upgrade")
+        self.run("init", "-input=false", "-no-color", "-upgrade")
 
     def apply(self, variables: dict[str, Any], why: str, *, targets: tuple[str, ...] = ()) -> None:
         """Write the phase's variables (the file the user can read) and apply them (only `targets`,
@@ -261,10 +258,10 @@ class Terraform:
         self.shell.write(path, json.dumps(variables, indent=2) + "\n")
         self.shell.note(f"terraform apply: {why}")
         chosen = [f"-target={t}" for t in targets]
-        self._tf("apply", "-input=false", "-no-color", "-auto-approve", *chosen, f"-var-file={path}")
+        self.run("apply", "-input=false", "-no-color", "-auto-approve", *chosen, f"-var-file={path}")
 
     def outputs(self) -> dict[str, Any]:
-        out = self._tf("output", "-json", "-no-color", reads="the module's outputs").stdout
+        out = self.run("output", "-json", "-no-color", reads="the module's outputs").stdout
         if self.shell.dry_run:
             return {name: f"<{name}>" for name in OUTPUTS}
         try:
@@ -420,6 +417,14 @@ def access_latest(cfg: DeployConfig, secret: str) -> list[str]:
     ]
 
 
+def add_version(cfg: DeployConfig, shell: Shell, secret: str, value: str) -> None:
+    """A new version of `secret` holding `value`, passed on stdin (never in argv or the state)."""
+    shell.run(
+        ["gcloud", "secrets", "versions", "add", secret, f"--project={cfg.project}", "--data-file=-"],
+        stdin=value,
+    )
+
+
 def read_keys(cfg: DeployConfig, shell: Shell, secret: str) -> list[str]:
     """The keys in the secret's latest version, one per line (none when it has no version)."""
     argv = access_latest(cfg, secret)
@@ -436,10 +441,7 @@ def api_key(cfg: DeployConfig, shell: Shell, secret: str) -> str:
             raise DeployError(f"the latest version of secret {secret} holds no key")
         return keys[0]
     key = secrets.token_urlsafe(32)
-    shell.run(
-        ["gcloud", "secrets", "versions", "add", secret, f"--project={cfg.project}", "--data-file=-"],
-        stdin=key + "\n",
-    )
+    add_version(cfg, shell, secret, key + "\n")
     if not shell.dry_run:
         path = cfg.directory / "api-key"
         path.write_text(key + "\n")
@@ -485,10 +487,7 @@ def ensure_router_secrets(cfg: DeployConfig, shell: Shell, tf: Terraform, variab
         has = {secret: secret_has_version(cfg, shell, secret) for secret in has}
     for secret in senders:
         if not has[secret]:
-            shell.run(
-                ["gcloud", "secrets", "versions", "add", secret, f"--project={cfg.project}", "--data-file=-"],
-                stdin=secrets.token_urlsafe(32),
-            )
+            add_version(cfg, shell, secret, secrets.token_urlsafe(32))
     empty = [secret for secret in sinks if not has[secret]]
     if empty and not shell.dry_run:
         adds = "; ".join(
@@ -533,22 +532,24 @@ def ensure_weights(cfg: DeployConfig, shell: Shell, url: str) -> Manifest | None
             else f"verify {url} against its manifest by MD5/CRC32C"
         )
         return None
-    from deploy.weights import WeightsError, fetch_manifest
+    from deploy.weights import fetch_manifest
 
     client = client_from_env(cfg.project)
+    try:
+        manifest: Manifest | None = fetch_manifest(url, client)
+    except WeightsError:
+        if cfg.checkpoint is None:
+            raise
+        manifest = None
     if cfg.checkpoint is not None:
         local = build_manifest(cfg.checkpoint)
-        try:
-            remote: Manifest | None = fetch_manifest(url, client)
-        except WeightsError:
-            remote = None
-        if remote is None or not same_files(local, remote):
+        if manifest is None or not same_files(local, manifest):
             shell.console.print(f"uploading {cfg.checkpoint} to {url} ({local.total_bytes / 1e9:.1f} GB)")
-            upload(cfg.checkpoint, url, client)
-    problems = verify_remote(url, client)
+            manifest = upload(cfg.checkpoint, url, client, manifest=local)
+    problems = verify_remote(url, client, manifest=manifest)
     if problems:
         raise ConfigError(f"refusing to deploy without verified weights at {url}: " + "; ".join(problems[:5]))
-    return fetch_manifest(url, client)
+    return manifest
 
 
 def choose_mode(cfg: DeployConfig, manifest: Manifest | None) -> str:
@@ -719,10 +720,10 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
         invokers = (
             tuple(dict.fromkeys((*cfg.invokers, operator))) if account and not cfg.dry_run else cfg.invokers
         )
+        tf = Terraform(cfg, shell)
         with step(progress, f"terraform init (state in gs://{cfg.state_bucket})"):
             ensure_state_bucket(cfg, shell)
-            Terraform(cfg, shell).init(tfvars(cfg, "baked"))
-        tf = Terraform(cfg, shell)
+            tf.init(tfvars(cfg, "baked"))
         live = describe_service(cfg, shell)
         url = f"gs://{cfg.weights_bucket}/{cfg.weights_prefix}"
         with step(progress, "weights: upload if the manifest differs, verify in the bucket"):
@@ -751,20 +752,26 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
             console.print(f"nothing to do: {revision} already serves this commit and these settings")
             return 0
         first = live is None
-        serving = "" if first else live.serving if live else ""
+        serving = live.serving if live else ""
+
+        def phase(traffic: str, candidate: str, why: str) -> None:
+            """Apply the new revision with the traffic on `traffic` (empty: on the new revision
+            alone) and `candidate` tagged at 0 %."""
+            variables = {
+                "revision_suffix": suffix,
+                "serving_revision": traffic,
+                "candidate_revision": candidate,
+            }
+            tf.apply({**base, **variables}, why)
+
         with step(
             progress,
             f"revision {revision}: " + ("100 % (first deploy)" if first else "tagged candidate, 0 %"),
         ):
-            tf.apply(
-                {
-                    **base,
-                    "revision_suffix": suffix,
-                    "serving_revision": serving,
-                    "candidate_revision": "" if first else revision,
-                },
-                "the new revision" + ("" if first else ", at 0 % under the tag candidate"),
-            )
+            if first:
+                phase("", "", "the new revision")
+            else:
+                phase(serving, revision, "the new revision, at 0 % under the tag candidate")
             outputs = tf.outputs()
         target = str(outputs["service_url" if first else "candidate_url"])
         tokens = id_tokens(cfg.id_token)
@@ -778,10 +785,7 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
                 f"gate passed: terraform apply with serving_revision={revision}; failed: traffic stays, "
                 "exit 1"
             )
-            tf.apply(
-                {**base, "revision_suffix": suffix, "serving_revision": revision, "candidate_revision": ""},
-                "the traffic to the new revision",
-            )
+            phase(revision, "", "the traffic to the new revision")
             shell.note(
                 f"wait for {outputs['router_url']}/readyz (public), then print each sender's webhook URL "
                 "and the command that reads its token:"
@@ -804,15 +808,7 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
             return 1
         if not first:
             with step(progress, f"traffic: 100 % to {revision}"):
-                tf.apply(
-                    {
-                        **base,
-                        "revision_suffix": suffix,
-                        "serving_revision": revision,
-                        "candidate_revision": "",
-                    },
-                    "the traffic to the new revision",
-                )
+                phase(revision, "", "the traffic to the new revision")
         console.print(f"{revision} serves {outputs['service_url']}; gate report: {report / 'summary.md'}")
         with step(progress, f"alert router: {outputs['router_url']}/readyz"):
             router_ready(cfg, console, outputs, revision)
@@ -846,28 +842,13 @@ def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int
         )
     else:
         shell.note(f"keep gs://{cfg.weights_bucket}: forget it in the state so that destroy leaves it")
-        shell.run(
-            [
-                *tf.env,
-                "terraform",
-                f"-chdir={cfg.directory}",
-                "state",
-                "rm",
-                "module.dgemma.google_storage_bucket.weights",
-            ],
-            check=False,
-        )
-    shell.run(
-        [
-            *tf.env,
-            "terraform",
-            f"-chdir={cfg.directory}",
-            "destroy",
-            "-input=false",
-            "-no-color",
-            "-auto-approve",
-            f"-var-file={cfg.directory / 'terraform.tfvars.json'}",
-        ]
+        tf.run("state", "rm", "module.dgemma.google_storage_bucket.weights", check=False)
+    tf.run(
+        "destroy",
+        "-input=false",
+        "-no-color",
+        "-auto-approve",
+        f"-var-file={cfg.directory / 'terraform.tfvars.json'}",
     )
     console.print(
         "destroyed" + ("" if delete_weights else f"; the weights stay in gs://{cfg.weights_bucket}")
@@ -881,8 +862,5 @@ def add_key(cfg: DeployConfig, console: Console, secret: str) -> str:
     shell = Shell(console, cfg.directory, dry_run=cfg.dry_run)
     keys = read_keys(cfg, shell, secret)
     key = secrets.token_urlsafe(32)
-    shell.run(
-        ["gcloud", "secrets", "versions", "add", secret, f"--project={cfg.project}", "--data-file=-"],
-        stdin="\n".join([*keys, key]) + "\n",
-    )
+    add_version(cfg, shell, secret, "\n".join([*keys, key]) + "\n")
     return key

@@ -152,15 +152,21 @@ class Profile:
         return int(math.ceil(need / 256) * 256)
 
 
-@dataclass
-class Budget:
-    arch: Arch
-    profile: Profile
-    rows: list[tuple[str, float, str]] = field(default_factory=list)  # (item, GiB, how)
+class _Rows:
+    """A memory budget as rows: (item, GiB, how the figure was had)."""
+
+    rows: list[tuple[str, float, str]]
 
     @property
     def total_gib(self) -> float:
         return sum(gib for _, gib, _ in self.rows)
+
+
+@dataclass
+class Budget(_Rows):
+    arch: Arch
+    profile: Profile
+    rows: list[tuple[str, float, str]] = field(default_factory=list)
 
     @property
     def available_gib(self) -> float:
@@ -342,14 +348,10 @@ HOST_ESTIMATES: dict[str, tuple[float, str]] = {
 
 
 @dataclass
-class HostBudget:
+class HostBudget(_Rows):
     mode: WeightsMode
     memory_gib: float
-    rows: list[tuple[str, float, str]] = field(default_factory=list)  # (item, GiB, how)
-
-    @property
-    def total_gib(self) -> float:
-        return sum(gib for _, gib, _ in self.rows)
+    rows: list[tuple[str, float, str]] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:

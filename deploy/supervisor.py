@@ -269,20 +269,22 @@ class Supervisor:
             [sys.executable, "-m", "deploy.cli", "serve", "--drain-seconds", str(drain_s)],
             {**os.environ, **to_env(self.gateway_settings)},
         )
-        self.router_settings = self.router = None
+        self.router_settings: AlertRouterSettings | None = None
+        self.router: Child | None = None
         if router is not None:
-            # The key the router sends, unless it has its own: the gateway's first (dev's gateway
-            # accepts any).
-            keys = self.gateway_settings.api_keys
-            key: SecretStr | None = router.alerts_gateway_api_key or (keys[0] if keys else SecretStr("dev"))
-            if router.alerts_gateway_api_key_file is not None:
-                key = None  # the router's own key file wins
-            self.router_settings = router.model_copy(
-                update={
-                    "alerts_gateway_url": f"http://127.0.0.1:{self.gateway_settings.port}",
-                    "alerts_gateway_api_key": key,
-                }
-            )
+            update: dict[str, object] = {
+                "alerts_gateway_url": f"http://127.0.0.1:{self.gateway_settings.port}"
+            }
+            if router.alerts_gateway_api_key is None and router.alerts_gateway_api_key_file is None:
+                # Without a key of its own, the router asks with the gateway's (dev's accepts any).
+                gateway_keys = self.gateway_settings
+                if gateway_keys.api_keys:
+                    update["alerts_gateway_api_key"] = gateway_keys.api_keys[0]
+                elif gateway_keys.api_keys_file is not None:
+                    update["alerts_gateway_api_key_file"] = gateway_keys.api_keys_file
+                else:
+                    update["alerts_gateway_api_key"] = SecretStr("dev")
+            self.router_settings = router.model_copy(update=update)
             self.router = Child(
                 "router",
                 [sys.executable, "-m", "deploy.cli", "alerts", "serve", "--drain-seconds", str(drain_s)],

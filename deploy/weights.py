@@ -32,14 +32,12 @@ from google.auth import exceptions as auth_exc
 from google.cloud import storage
 from google.cloud.storage import transfer_manager
 
+from deploy.errors import WeightsError
+
 MANIFEST = "manifest.json"
 STAMP = ".verified"  # beside the manifest: {"manifest_sha256": ...} after a full verification
 SLICE_BYTES = 32 * 2**20  # files above this are downloaded in concurrent slices
 Progress = Callable[[int], None]  # called with bytes done
-
-
-class WeightsError(RuntimeError):
-    """The checkpoint is not usable; the message names the object or file."""
 
 
 def _refusal(where: str, e: BaseException) -> WeightsError | None:
@@ -162,16 +160,18 @@ def _blob_name(prefix: str, name: str) -> str:
     return f"{prefix}/{name}" if prefix else name
 
 
-def upload(src: Path, url: str, client: storage.Client, *, workers: int = 8) -> Manifest:
-    """Upload a checkpoint directory and write its manifest last."""
+def upload(
+    src: Path, url: str, client: storage.Client, *, workers: int = 8, manifest: Manifest | None = None
+) -> Manifest:
+    """Upload a checkpoint directory and write its manifest last (built here, hashing every file,
+    unless the caller just built it)."""
     with _named_refusals(url):
-        return _upload(src, url, client, workers)
+        return _upload(src, url, client, workers, manifest or build_manifest(src))
 
 
-def _upload(src: Path, url: str, client: storage.Client, workers: int) -> Manifest:
+def _upload(src: Path, url: str, client: storage.Client, workers: int, manifest: Manifest) -> Manifest:
     bucket_name, prefix = parse_gs(url)
     bucket = client.bucket(bucket_name)
-    manifest = build_manifest(src)
     results = transfer_manager.upload_many_from_filenames(
         bucket,
         [e.name for e in manifest.files],
@@ -328,13 +328,13 @@ def verify(directory: Path, *, full: bool = False) -> list[str]:
     path = directory / MANIFEST
     if not path.is_file():
         return [f"{path} is missing"]
-    manifest = Manifest.from_json(path.read_text(), str(path))
-    sized = [
-        f"{e.name}: missing or not {e.size} bytes"
-        for e in manifest.files
-        if not (directory / e.name).is_file() or (directory / e.name).stat().st_size != e.size
-    ]
-    if not full and not sized and _stamped(directory, [path, *(directory / e.name for e in manifest.files)]):
+    raw = path.read_bytes()
+    manifest = Manifest.from_json(raw.decode(), str(path))
+    files = [directory / e.name for e in manifest.files]
+    sized = all(
+        f.is_file() and f.stat().st_size == e.size for f, e in zip(files, manifest.files, strict=True)
+    )
+    if not full and sized and _stamped(directory, hashlib.sha256(raw).hexdigest(), [path, *files]):
         return []
     return [p for e in manifest.files if (p := _problem(directory / e.name, e)) is not None]
 
@@ -346,9 +346,9 @@ def write_stamp(directory: Path) -> None:
     (directory / STAMP).write_text(json.dumps(stamp) + "\n")
 
 
-def _stamped(directory: Path, files: list[Path]) -> bool:
-    """A stamp for this very manifest (`files[0]`), on a checkpoint nobody may write to (no write
-    bit on the directory, the stamp or any file): the image's baked weights, verified at build."""
+def _stamped(directory: Path, manifest_sha256: str, files: list[Path]) -> bool:
+    """A stamp for this very manifest, on a checkpoint nobody may write to (no write bit on the
+    directory, the stamp or any of `files`): the image's baked weights, verified at build."""
     stamp = directory / STAMP
     if not stamp.is_file():
         return False
@@ -359,13 +359,16 @@ def _stamped(directory: Path, files: list[Path]) -> bool:
         recorded = json.loads(stamp.read_text())["manifest_sha256"]
     except (ValueError, KeyError, TypeError):
         return False
-    return bool(recorded == hashlib.sha256(files[0].read_bytes()).hexdigest())
+    return bool(recorded == manifest_sha256)
 
 
-def verify_remote(url: str, client: storage.Client, *, mounted: Path | None = None) -> list[str]:
-    """Problems of the objects under `url` against its manifest, by the MD5 and CRC32C Cloud Storage
-    keeps (nothing is downloaded); with `mounted`, also the files a FUSE mount of it shows (sizes)."""
-    manifest = fetch_manifest(url, client)
+def verify_remote(
+    url: str, client: storage.Client, *, mounted: Path | None = None, manifest: Manifest | None = None
+) -> list[str]:
+    """Problems of the objects under `url` against its manifest (fetched here unless the caller has
+    it), by the MD5 and CRC32C Cloud Storage keeps (nothing is downloaded); with `mounted`, also the
+    files a FUSE mount of it shows (sizes)."""
+    manifest = manifest or fetch_manifest(url, client)
     bucket_name, prefix = parse_gs(url)
     with _named_refusals(url):
         blobs = {b.name: b for b in client.list_blobs(bucket_name, prefix=f"{prefix}/" if prefix else None)}

@@ -195,36 +195,17 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def alertmanager(
-    root: Path,
-    receiver_url: str,
-    *,
-    auth: Auth | None = None,
-    group_by: Sequence[str] = ("alertname",),
-    group_wait: str = "1s",
-    group_interval: str = "2s",
-    repeat_interval: str = "1h",
-    max_alerts: int = 0,
-    send_resolved: bool = True,
-    timeout_s: float = 20,
-    log_level: str = "debug",
+    root: Path, receiver_url: str, *, timeout_s: float = 20, log_level: str = "debug", **options: Any
 ) -> Iterator[Alertmanager]:
     """Run Alertmanager (config, data and log under `root`) posting every alert to `receiver_url`
-    until the block ends; RuntimeError with its log tail if it does not become ready. At debug level
+    (`options`: the rest of `config`'s arguments) until the block ends; RuntimeError with its log
+    tail if it does not become ready. At debug level
     the log shows each flush of a group, the first failed attempt of a notification (a repeated
     identical error is not logged again) and its success with the number of attempts."""
     binary = ensure_installed()
     root.mkdir(parents=True, exist_ok=True)
     config_path, storage, log_path = root / "alertmanager.json", root / "data", root / "alertmanager.log"
-    settings = config(
-        receiver_url,
-        auth=auth,
-        group_by=group_by,
-        group_wait=group_wait,
-        group_interval=group_interval,
-        repeat_interval=repeat_interval,
-        max_alerts=max_alerts,
-        send_resolved=send_resolved,
-    )
+    settings = config(receiver_url, **options)
     config_path.write_text(json.dumps(settings, indent=2))
     storage.mkdir(exist_ok=True)
     for _ in range(3):  # free_port() can lose its port to another process before Alertmanager binds it

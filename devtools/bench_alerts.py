@@ -103,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
 
         def decision(payload: dict[str, Any]) -> float:
             request = policy.request(parse("alertmanager", payload).alerts[0])
+            body = request.model_dump(mode="json", exclude_none=True)  # as the router sends it
             started = time.monotonic()
-            gateway.post("/v1/systemone", json=request).raise_for_status()
+            gateway.post("/v1/systemone", json=body).raise_for_status()
             return time.monotonic() - started
 
         def up(p: dict[str, Any]) -> float:

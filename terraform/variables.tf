@@ -152,8 +152,13 @@ variable "engine_prompt_tokens" {
 
 variable "engine_timeout_s" {
   type        = number
-  description = "How long one engine call may take before a decision fails with 503 (DGEMMA_ENGINE_TIMEOUT_S)."
+  description = "How long one engine call may take before a decision fails with 503 (DGEMMA_ENGINE_TIMEOUT_S). At most 1800: with the cold-start budget it makes the request timeout, which Cloud Run caps at 3600 s."
   default     = 120
+
+  validation {
+    condition     = var.engine_timeout_s >= 1 && var.engine_timeout_s <= 1800
+    error_message = "engine_timeout_s must be between 1 and 1800 (plus cold_start_budget_s, Cloud Run's 3600 s request timeout)."
+  }
 }
 
 variable "cold_start_budget_s" {

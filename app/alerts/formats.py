@@ -143,7 +143,7 @@ class _GroupedAlert(_Payload):
     annotations: Labels = Field(default_factory=dict)
     startsAt: Rfc3339 = None
     generatorURL: str | None = None
-    endsAt: Any = None  # documented, not read: `status` says whether the alert is resolved
+    # Not read: `endsAt` (`status` says whether the alert is resolved).
 
 
 class _Group(_Payload):
@@ -152,13 +152,8 @@ class _Group(_Payload):
     version: str | None = None  # "4" or Grafana's "1"; not enforced: a compatible bump must not cost pages
     groupKey: str | None = None
     truncatedAlerts: Annotated[int, Field(ge=0)] = 0
-    # Documented, not read (each alert carries its own labels and status):
-    status: Any = None
-    receiver: Any = None
-    groupLabels: Any = None
-    commonLabels: Any = None
-    commonAnnotations: Any = None
-    externalURL: Any = None
+    # Not read (each alert carries its own labels and status): status, receiver, groupLabels,
+    # commonLabels, commonAnnotations, externalURL.
 
 
 class AlertmanagerAlert(_GroupedAlert):
@@ -173,20 +168,13 @@ class GrafanaAlert(_GroupedAlert):
     fingerprint: str | None = None  # derived from the labels when absent or empty
     dashboardURL: str | None = None
     panelURL: str | None = None
-    # Documented, not read:
-    silenceURL: Any = None
-    imageURL: Any = None
-    values: Any = None  # {"B": 44.2, "C": 1}: the query results behind the state
-    valueString: Any = None
+    # Not read: silenceURL, imageURL, values ({"B": 44.2, "C": 1}: the query results behind the
+    # state), valueString.
 
 
 class GrafanaWebhook(_Group):
     alerts: list[GrafanaAlert]
-    # Documented, not read (Grafana marks them for deprecation):
-    orgId: Any = None
-    title: Any = None
-    state: Any = None
-    message: Any = None
+    # Not read (Grafana marks them for deprecation): orgId, title, state, message.
 
 
 def labels_fingerprint(labels: Mapping[str, str]) -> str:
@@ -251,20 +239,16 @@ def from_grafana(payload: Any) -> Batch:
 
 
 class CloudResource(_Payload):
-    type: Any = None
-    labels: LooseLabels = Field(default_factory=dict)
+    labels: LooseLabels = Field(default_factory=dict)  # not read: type
 
 
 class CloudMetric(_Payload):
-    type: Any = None
-    displayName: Any = None
-    labels: LooseLabels = Field(default_factory=dict)
+    labels: LooseLabels = Field(default_factory=dict)  # not read: type, displayName
 
 
 class CloudDocumentation(_Payload):
     content: str | None = None
-    subject: str | None = None
-    mime_type: Any = None
+    subject: str | None = None  # not read: mime_type
 
 
 class Incident(_Payload):
@@ -285,16 +269,8 @@ class Incident(_Payload):
     resource_name: str | None = None
     observed_value: Any = None  # a string in Google's samples, a number in some others
     threshold_value: Any = None
-    # Documented, not read:
-    ended_at: Any = None
-    scoping_project_id: Any = None
-    scoping_project_number: Any = None
-    apigee_url: Any = None
-    resource_id: Any = None
-    resource_type_display_name: Any = None
-    metadata: Any = None
-    condition: Any = None
-    severity: Any = None
+    # Not read: ended_at, scoping_project_id, scoping_project_number, apigee_url, resource_id,
+    # resource_type_display_name, metadata, condition, severity.
 
 
 class CloudMonitoringWebhook(_Payload):
@@ -416,7 +392,7 @@ def _problem(error: Mapping[str, Any]) -> str:
 
 def describe(error: ValidationError) -> str:
     """A ValidationError as one line naming each bad field: `alerts[2].fingerprint: field required;
-    incident.state: expected "open" or "closed", got "x"` (the first few, then a count)."""
+    alerts[0].status: expected "firing" or "resolved", got "x"` (the first few, then a count)."""
     errors = error.errors(include_url=False)
     parts = [f"{_path(tuple(e['loc']))}: {_problem(e)}" for e in errors[:_MAX_ERRORS]]
     if len(errors) > _MAX_ERRORS:

@@ -1,7 +1,7 @@
 """The router's client of the decision service: a Jev client over HTTP, like any other.
 
-It sends the gateway's own request models and reads its response models (app/wire.py), and maps
-the answers back to the gateway's domain errors, so the router decides "page on the fallback now"
+It sends the gateway's own request model and reads its response model (app/wire.py), and maps
+the statuses back to the gateway's domain errors, so the router decides "page on the fallback now"
 by error class, not by status code: `EngineUnavailable` (503, 429, 502, unreachable, too slow) means
 the model cannot answer now; `InvalidRequest` means the policy asks something the service refuses.
 """
@@ -23,7 +23,7 @@ from app.errors import (
     Unauthorized,
 )
 from app.identity import IdTokens, audience_of, auth_headers
-from app.wire import SystemOneResponse
+from app.wire import SystemOneRequest, SystemOneResponse
 
 # Statuses that mean "not now": a cold or saturated service, one that just failed. The router pages
 # on its fallback route and retries the classification later.
@@ -31,7 +31,7 @@ _NOT_NOW = {429, 500, 502, 503, 504}
 
 
 class GatewayClient:
-    """`decide(request)` -> the gateway's answer; `ready()` -> whether it answers now (and, on a
+    """`answers(request)` -> the gateway's answers; `ready()` -> whether it answers now (and, on a
     scaled-to-zero Cloud Run service, the request that starts an instance)."""
 
     def __init__(
@@ -58,8 +58,7 @@ class GatewayClient:
         if self._id_tokens is None:
             return auth_headers(None, self._api_key)
         # Minting may call the metadata server (blocking google-auth): off the event loop.
-        token = await asyncio.to_thread(self._id_tokens.token, self._audience)
-        return auth_headers(token, self._api_key)
+        return await asyncio.to_thread(self._id_tokens.headers, self._audience, self._api_key)
 
     async def ready(self, timeout_s: float = 10.0) -> bool:
         try:
@@ -68,11 +67,13 @@ class GatewayClient:
             return False
         return r.status_code == 200
 
-    async def decide(self, request: dict[str, Any]) -> SystemOneResponse:
-        """One Jev decision. Raises EngineUnavailable when it cannot be had now, another GatewayError
-        when the request or the router's configuration is wrong."""
+    async def answers(self, request: SystemOneRequest) -> dict[str, Any]:
+        """One Jev decision's answers (probabilities included), as JSON. Raises EngineUnavailable
+        when it cannot be had now, another GatewayError when the request or the router's
+        configuration is wrong."""
+        body = request.model_dump(mode="json", exclude_none=True)
         try:
-            r = await self._http.post("/v1/systemone", json=request, headers=await self._headers())
+            r = await self._http.post("/v1/systemone", json=body, headers=await self._headers())
         except httpx.TimeoutException as e:
             raise EngineUnavailable(
                 f"the decision service did not answer in time ({type(e).__name__})"
@@ -81,9 +82,11 @@ class GatewayClient:
             raise EngineUnavailable(f"the decision service is not reachable ({type(e).__name__})") from e
         if r.status_code == 200:
             try:
-                return SystemOneResponse.model_validate(r.json())
+                response = SystemOneResponse.model_validate(r.json())
             except (ValueError, ValidationError) as e:
                 raise EngineBadAnswer(f"the decision service answered with an unexpected body: {e}") from e
+            answers: dict[str, Any] = response.model_dump(mode="json")["answers"]
+            return answers
         detail = _detail(r)
         if r.status_code in _NOT_NOW:
             retry = r.headers.get("retry-after")

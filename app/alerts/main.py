@@ -19,9 +19,10 @@ from app.alerts.router import Router
 from app.alerts.senders import SenderAuth
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import Sink, build_sinks
-from app.errors import BodyTooLarge, Unauthorized, error_response, install_error_handlers
+from app.errors import Unauthorized, error_response, install_error_handlers
 from app.identity import IdTokens
 from app.observability import RequestContextMiddleware, RouterMetrics
+from app.wire import read_limited
 
 log = logging.getLogger("app.alerts")
 MAX_BODY_BYTES = 4 * 1024 * 1024  # an Alertmanager group of hundreds of alerts fits many times over
@@ -120,12 +121,8 @@ def create_router_app(
             auth.check(request.headers, request.query_params)
         except Unauthorized as e:
             return error_response(401, e.detail, headers={"WWW-Authenticate": auth.challenge})
-        raw = bytearray()
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > MAX_BODY_BYTES:
-                raise BodyTooLarge(f"The request body exceeds {MAX_BODY_BYTES} bytes.")
-        batch = parse_body(source, bytes(raw))
+        raw = await read_limited(request.headers.get("content-length"), request.stream(), MAX_BODY_BYTES)
+        batch = parse_body(source, raw)
         if batch.truncated:
             log.warning(
                 "%s left out %d alerts of group %s (max_alerts)", source, batch.truncated, batch.group_key

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from app.alerts.records import Action, Alert, Page, Severity
 from app.alerts.sinks import SinkConfig, SinkConfigError, parse_sink_configs
 from app.config import ConfigError
+from app.errors import InvalidRequest
+from app.wire import SystemOneRequest, check_limits
 
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "error", "critical")
 
@@ -116,6 +118,9 @@ def _beside(policy_path: Path, sink: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_PROBE = Alert(source="alertmanager", key="policy-check", status="firing", title="policy check", summary="")
+
+
 class Policy:
     """A checked policy file and what it decides."""
 
@@ -136,7 +141,13 @@ class Policy:
             spec = PolicyFile.model_validate(data)
             # Secret files named relative to the policy file are found beside it.
             sinks = {name: _beside(path, raw) for name, raw in spec.sinks.items()}
-            return cls(spec, parse_sink_configs(sinks), str(path))
+            policy = cls(spec, parse_sink_configs(sinks), str(path))
+            # The questions as the gateway will check them (its own request model and limits), now
+            # rather than as a 400 for every alert.
+            check_limits(policy.request(_PROBE), max_questions=3)
+            return policy
+        except InvalidRequest as e:
+            raise PolicyError(f"{path}: the gateway would refuse these questions: {e.detail}") from e
         except SinkConfigError as e:
             raise PolicyError(f"{path}: {e}") from e
         except ValidationError as e:
@@ -155,26 +166,28 @@ class Policy:
         r = self.spec.routes[route]
         return r.page if action == "page" else r.ticket if action == "ticket" else []
 
-    def request(self, alert: Alert) -> dict[str, Any]:
+    def request(self, alert: Alert) -> SystemOneRequest:
         """The Jev request that classifies `alert`: page now? which team? how severe?"""
         q = self.spec.questions
-        return {
-            "model": "jev-latest",
-            "state": alert.state(),
-            "questions": {
-                "page": {"type": "noul", "instructions": q.page},
-                "team": {
-                    "type": "choice",
-                    "instructions": q.team,
-                    "criteria": {name: team.description for name, team in self.spec.teams.items()},
+        return SystemOneRequest.model_validate(
+            {
+                "model": "jev-latest",
+                "state": alert.state(),
+                "questions": {
+                    "page": {"type": "noul", "instructions": q.page},
+                    "team": {
+                        "type": "choice",
+                        "instructions": q.team,
+                        "criteria": {name: team.description for name, team in self.spec.teams.items()},
+                    },
+                    "severity": {
+                        "type": "score",
+                        "instructions": q.severity,
+                        "criteria": list(self.spec.severity.levels),
+                    },
                 },
-                "severity": {
-                    "type": "score",
-                    "instructions": q.severity,
-                    "criteria": list(self.spec.severity.levels),
-                },
-            },
-        }
+            }
+        )
 
     def decide(self, alert: Alert, answers: dict[str, Any]) -> Page:
         """The action, route and severity for an alert's answers (the thresholds, the uncertain band)."""

@@ -71,11 +71,10 @@ async def replay(
             return Row(alert, "resolve", "-", "-", {}, "resolved: the sinks that paged it get the resolution")
         async with gate:
             try:
-                response = await gateway.decide(policy.request(alert))
+                answers = await gateway.answers(policy.request(alert))
             except GatewayError as e:
                 page = policy.fallback(alert, str(e))
                 return Row(alert, "page (fallback)", page.route, page.severity, {}, page.reason)
-        answers: dict[str, Any] = response.model_dump()["answers"]
         page = policy.decide(alert, answers)
         return Row(alert, page.action, page.route, page.severity, answers, page.reason)
 

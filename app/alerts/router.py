@@ -20,6 +20,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from app.alerts.gateway import GatewayClient
@@ -135,7 +136,7 @@ class Router:
         counts: dict[str, int] = {}
         failures = []
         for alert, result in zip(alerts, results, strict=True):
-            if isinstance(result, SinkError | DeliveryFailed):
+            if isinstance(result, DeliveryFailed):
                 failures.append(f"{alert.key}: {result}")
             elif isinstance(result, BaseException):
                 raise result
@@ -163,8 +164,8 @@ class Router:
         async with gate:
             started = time.perf_counter()
             try:
-                response = await asyncio.wait_for(
-                    self.gateway.decide(self.policy.request(alert)), self.budget_s
+                answers = await asyncio.wait_for(
+                    self.gateway.answers(self.policy.request(alert)), self.budget_s
                 )
             except (TimeoutError, EngineUnavailable) as e:
                 why = (
@@ -177,7 +178,7 @@ class Router:
                 log.error("classification refused for %s: %s", alert.key, e)
                 return await self._fallback(alert, f"classification refused: {e}", retry=False)
             self.metrics.decision_seconds.observe(time.perf_counter() - started)
-        page = self.policy.decide(alert, response.model_dump()["answers"])
+        page = self.policy.decide(alert, answers)
         self.metrics.classified.labels(page.action).inc()
         self.ledger.remember(page)
         await self._deliver(page)
@@ -226,6 +227,8 @@ class Router:
                 await send(self.sinks[name])
             except SinkError as e:
                 self.metrics.failed.labels(name).inc()
+                # A refusal (a 4xx: the sink's configuration) will not heal by the sender's retry.
+                log.log(logging.WARNING if e.retryable else logging.ERROR, "%s (alert %s)", e, key)
                 failures.append(str(e))
                 continue
             self.ledger.mark(key, f"{step}:{name}")
@@ -258,24 +261,19 @@ class Router:
         if not await self.gateway.ready(timeout_s=30.0):  # also what starts a scaled-to-zero instance
             return None
         try:
-            response = await self.gateway.decide(self.policy.request(alert))
+            return await self.gateway.answers(self.policy.request(alert))
         except GatewayError as e:
             log.info("classification of %s not yet: %s", alert.key, e)
             return None
-        answers: dict[str, Any] = response.model_dump()["answers"]
-        return answers
 
     async def _update(self, alert: Alert, answers: dict[str, Any]) -> None:
         """The classification onto the fallback page's sinks (the same incident), retried until it lands."""
         decided = self.policy.decide(alert, answers)
-        update = Page(
-            alert=alert,
+        # Still a page on the fallback route's sinks: an open incident is updated, never withdrawn.
+        update = replace(
+            decided,
             action="page",
             route=self.policy.fallback_route,
-            severity=decided.severity,
-            classified=True,
-            low_confidence=decided.low_confidence,
-            answers=answers,
             reason=f"classified late: {decided.action}, route {decided.route} ({decided.reason})",
         )
         self.metrics.classified.labels(f"late-{decided.action}").inc()

@@ -8,7 +8,7 @@
   `?auth_token=...` by default) or `webhook_basicauth` (Basic). It cannot send other headers.
 
 Secrets are kept only as SHA-256 digests and compared in constant time, every configured one on
-every request, as in app/auth.py. A source with no credential is refused at construction unless
+every request, by app/auth.py's `matches`. A source with no credential is refused at construction unless
 explicitly left open (local use), as the gateway's DGEMMA_ALLOW_ANY_KEY.
 """
 
@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 from collections.abc import Mapping
 from typing import Literal
 
 from app.alerts.records import Source
+from app.auth import digest, matches
 from app.config import ConfigError
 from app.errors import Unauthorized
 
@@ -35,12 +34,6 @@ SUPPORTED: dict[Source, frozenset[Kind]] = {
 }
 QUERY_PARAM = "auth_token"  # Cloud Monitoring token auth: the operator's choice, this by default
 REALM = "alerts"
-_ABSENT = hashlib.sha256(b"\x00absent").digest()  # stands in for a missing credential, so every
-# request does the same comparisons; the flag beside it keeps it from ever matching
-
-
-def _digest(secret: str) -> bytes:
-    return hashlib.sha256(secret.encode()).digest()
 
 
 class SenderAuth:
@@ -71,9 +64,10 @@ class SenderAuth:
                 raise ConfigError(
                     f"{source} webhook auth: basic auth needs a username (without ':') and a password"
                 )
-        self._tokens = tuple(_digest(t) for t in dict.fromkeys(tokens) if t)
-        self._basic = tuple((_digest(u), _digest(p)) for u, p in dict.fromkeys(basic))
-        self._query = tuple(_digest(t) for t in dict.fromkeys(query_tokens) if t)
+        self._tokens = tuple(digest(t) for t in dict.fromkeys(tokens) if t)
+        # `user:password` as one secret: the user has no ':', so equal texts mean equal pairs.
+        self._basic = tuple(digest(f"{u}:{p}") for u, p in dict.fromkeys(basic))
+        self._query = tuple(digest(t) for t in dict.fromkeys(query_tokens) if t)
         configured: set[Kind] = set()
         if self._tokens:
             configured.add("header")
@@ -135,31 +129,18 @@ class SenderAuth:
         scheme, _, credentials = authorization.strip().partition(" ")
         credentials = credentials.strip()
         token = credentials if scheme.lower() == self.scheme.lower() and credentials else None
-        pair = _basic_pair(credentials) if scheme.lower() == "basic" else None
+        pair = _basic_text(credentials) if scheme.lower() == "basic" else None
         query_token = query.get(self.query_param) or None
-
-        # Every configured credential is compared, whatever the request carries and whichever
-        # matches, over fixed-length digests: the time taken says nothing about the secrets.
-        given_token = _digest(token) if token is not None else _ABSENT
-        given_user, given_password = (_digest(pair[0]), _digest(pair[1])) if pair else (_ABSENT, _ABSENT)
-        given_query = _digest(query_token) if query_token is not None else _ABSENT
-        ok = False
-        for digest in self._tokens:
-            ok |= hmac.compare_digest(given_token, digest) & (token is not None)
-        for user, password in self._basic:
-            same = hmac.compare_digest(given_user, user) & hmac.compare_digest(given_password, password)
-            ok |= same & (pair is not None)
-        for digest in self._query:
-            ok |= hmac.compare_digest(given_query, digest) & (query_token is not None)
+        # `|`, not `or`: every kind is compared, whichever matches (see `matches`).
+        ok = matches(token, self._tokens) | matches(pair, self._basic) | matches(query_token, self._query)
         if not ok:
             raise Unauthorized("Invalid or missing webhook credentials.")
 
 
-def _basic_pair(credentials: str) -> tuple[str, str] | None:
+def _basic_text(credentials: str) -> str | None:
     """`user:password` from a Basic credential (RFC 7617), or None when it is not one."""
     try:
         text = base64.b64decode(credentials, validate=True).decode()
     except (binascii.Error, ValueError):  # ValueError covers UnicodeDecodeError
         return None
-    user, colon, password = text.partition(":")
-    return (user, password) if colon else None
+    return text if ":" in text else None

@@ -8,7 +8,8 @@ alert lands on the same incident. Slack and the webhook do not deduplicate; the 
 Each HTTP delivery is retried (tenacity: exponential backoff with full jitter, `Retry-After` honoured
 and capped) on connect errors, timeouts, 429 and 5xx, never on another 4xx (a configuration problem)
 and never after a 2xx. A delivery that still fails raises `SinkError`. Secrets (the PagerDuty
-routing key, the Slack webhook URL, the webhook's token) are read once, from files, by `build_sinks`.
+routing key, the Slack webhook URL, the webhook's token) are read once, from files or env vars,
+by `build_sinks`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from pydantic import ValidationError
 from app.decisions.decide import Decision
 from app.deps import AdmissionDep, DeciderDep, MetricsDep, SettingsDep, require_api_key
 from app.errors import (
-    BodyTooLarge,
     ClientClosed,
     InvalidBody,
     ModelNotFound,
@@ -32,6 +31,7 @@ from app.wire import (
     decode_content,
     parse_json,
     parse_multipart,
+    read_limited,
 )
 
 T = TypeVar("T")
@@ -161,15 +161,8 @@ async def _unless_disconnected(request: Request, work: Awaitable[T], metrics: Me
 async def _read_body(request: Request, settings: GatewaySettings) -> tuple[Any, dict[str, bytes]]:
     """The request's JSON (and multipart asset parts), decoded, within the size limit."""
     limit = settings.max_body_bytes
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(f"The request body exceeds {limit} bytes.")
-    raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > limit:
-            raise BodyTooLarge(f"The request body exceeds {limit} bytes.")
-    content = decode_content(bytes(raw), request.headers.get("content-encoding"), limit)
+    raw = await read_limited(request.headers.get("content-length"), request.stream(), limit)
+    content = decode_content(raw, request.headers.get("content-encoding"), limit)
     ctype = request.headers.get("content-type", "application/json")
     media = ctype.split(";", 1)[0].strip().lower()
     if media == "application/json" or media.endswith("+json"):

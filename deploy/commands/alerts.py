@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.alerts.settings import AlertRouterSettings
 
 NAME = "alerts"
 HELP = "the alert router: serve the webhooks, or replay saved payloads through the policy (nothing sent)"
@@ -45,15 +49,13 @@ def run(args: argparse.Namespace) -> int:
     return _replay(settings, args.file)
 
 
-def _serve(settings: object, drain_s: int) -> int:
+def _serve(settings: AlertRouterSettings, drain_s: int) -> int:
     import uvicorn
 
     from app.alerts.main import create_router_app
-    from app.alerts.settings import AlertRouterSettings
     from app.config import redacted
     from app.observability import configure_logging
 
-    assert isinstance(settings, AlertRouterSettings)
     configure_logging(settings.log_level, settings.gcp_project)
     logging.getLogger("app").info("configuration", extra={"router": redacted(settings)})
     uvicorn.run(
@@ -66,7 +68,7 @@ def _serve(settings: object, drain_s: int) -> int:
     return 0
 
 
-def _replay(settings: object, file: Path) -> int:
+def _replay(settings: AlertRouterSettings, file: Path) -> int:
     import asyncio
 
     from rich.console import Console
@@ -74,33 +76,27 @@ def _replay(settings: object, file: Path) -> int:
 
     from app.alerts.gateway import GatewayClient
     from app.alerts.policy import Policy
-    from app.alerts.replay import read_deliveries, replay
-    from app.alerts.settings import AlertRouterSettings
+    from app.alerts.replay import Row, read_deliveries, replay
     from app.identity import IdTokens
 
-    assert isinstance(settings, AlertRouterSettings)
     policy = Policy.load(settings.alerts_policy_file)
     alerts = read_deliveries(file)
 
-    async def classify() -> list[object]:
+    async def classify() -> list[Row]:
         gateway = GatewayClient(
             settings.alerts_gateway_url,
             api_key=settings.gateway_key(),
             id_tokens=IdTokens() if settings.alerts_id_token else None,
         )
         try:
-            return list(await replay(alerts, policy, gateway))
+            return await replay(alerts, policy, gateway)
         finally:
             await gateway.aclose()
 
-    rows = asyncio.run(classify())
     table = Table(title=f"{file.name}: {len(alerts)} alert(s) through {policy.source} (nothing sent)")
     for column in ("alert", "status", "p(page)", "team", "severity", "action", "route", "reason"):
         table.add_column(column)
-    from app.alerts.replay import Row
-
-    for row in rows:
-        assert isinstance(row, Row)
+    for row in asyncio.run(classify()):
         a = row.answers
         p_page = f"{a['page']['noul']:.2f}" if a else "-"
         team = f"{a['team']['choice']} ({a['team']['probabilities'][a['team']['choice']]:.2f})" if a else "-"

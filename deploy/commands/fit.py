@@ -31,9 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="all",
         help="the instance-memory side: how the checkpoint reaches the instance (default: all three)",
     )
-    parser.add_argument(
-        "--memory-gib", type=float, default=32.0, help="instance memory (Cloud Run: at most 32)"
-    )
+    parser.add_argument("--memory-gib", type=float, help="instance memory (default: Cloud Run's most, 32)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from app.config import load
     from deploy.fit import (
         BIG_CONFIG,
+        INSTANCE_MEMORY_GIB,
         WEIGHTS_MODES,
         FitError,
         check_fits,
@@ -65,36 +64,36 @@ def run(args: argparse.Namespace) -> int:
         prompt_tokens=args.prompt_tokens,
         gpu_memory_utilization=args.gpu_memory_utilization,
     )
+
+    def table(title: str, rows: list[tuple[str, float, str]], total: float, against: str) -> Table:
+        t = Table(title=title)
+        for col in ("item", "GiB", "how"):
+            t.add_column(col, justify="right" if col == "GiB" else "left")
+        for item, gib, how in rows:
+            t.add_row(item, f"{gib:.2f}", how)
+        t.add_row("[bold]total[/]", f"[bold]{total:.2f}[/]", against)
+        return t
+
     name = (args.checkpoint or BIG_CONFIG).name
-    table = Table(title=f"{name} on {b.profile.gpu} (computed, not measured on the GPU)")
-    table.add_column("item")
-    table.add_column("GiB", justify="right")
-    table.add_column("how")
-    for item, gib, how in b.rows:
-        table.add_row(item, f"{gib:.2f}", how)
-    table.add_row("[bold]total[/]", f"[bold]{b.total_gib:.2f}[/]", f"available: {b.available_gib:.2f} GiB")
     console = Console()
-    console.print(table)
+    title = f"{name} on {b.profile.gpu} (computed, not measured on the GPU)"
+    console.print(table(title, b.rows, b.total_gib, f"available: {b.available_gib:.2f} GiB"))
     refusals = []
     try:
         check_fits(b)
+        gpu_fits = True
     except FitError as e:
         refusals.append(f"does not fit the GPU: {e}")
+        gpu_fits = False
     total, largest = checkpoint_bytes(b)
     modes = WEIGHTS_MODES if args.weights_mode == "all" else (args.weights_mode,)
     fitting = []
     for mode in modes:
-        host = host_budget(mode, total, largest, args.memory_gib)
-        table = Table(title=f"instance memory, weights mode {mode} ({total / 1e9:.1f} GB checkpoint)")
-        for col in ("item", "GiB", "how"):
-            table.add_column(col, justify="right" if col == "GiB" else "left")
-        for item, gib, how in host.rows:
-            table.add_row(item, f"{gib:.2f}", how)
+        host = host_budget(mode, total, largest, args.memory_gib or INSTANCE_MEMORY_GIB)
         verdict = "fits" if host.fits else "[red]does not fit[/]"
-        table.add_row(
-            "[bold]total[/]", f"[bold]{host.total_gib:.2f}[/]", f"of {host.memory_gib:.0f} GiB: {verdict}"
-        )
-        console.print(table)
+        title = f"instance memory, weights mode {mode} ({total / 1e9:.1f} GB checkpoint)"
+        against = f"of {host.memory_gib:.0f} GiB: {verdict}"
+        console.print(table(title, host.rows, host.total_gib, against))
         try:
             check_host_fits(host)
             fitting.append(mode)
@@ -105,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     stderr = Console(stderr=True, soft_wrap=True)
     for refusal in refusals:
         stderr.print(refusal, style="red", markup=False)
-    if not fitting or (refusals[:1] and refusals[0].startswith("does not fit the GPU")):
+    if not gpu_fits or not fitting:
         return 1  # the GPU, or every weights mode asked for, does not fit
     print("vLLM flags:", " ".join(vllm_flags(b)))
     return 0

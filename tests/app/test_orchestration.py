@@ -99,8 +99,11 @@ async def test_a_heavy_decision_takes_more_admission(make_app: AppFactory, scrip
     )
     await scripted.called.wait()
     light = asyncio.create_task(gw.post("/v1/systemone", json=decision(NOUL, read_policy={"mode": "single"})))
-    await asyncio.sleep(0.02)
     metrics = app.state.metrics.registry
+    for _ in range(500):  # until the light one has reached admission (and waits there)
+        if metrics.get_sample_value("dgemma_decisions_queued"):
+            break
+        await asyncio.sleep(0.01)
     assert metrics.get_sample_value("dgemma_decisions_queued") == 1, "one decision counts two units"
     assert metrics.get_sample_value("dgemma_admission_units_in_use") == 2
     scripted.hold.set()
@@ -151,7 +154,7 @@ def test_a_real_server_cancels_when_the_sdk_times_out() -> None:
     app = create_app(gateway_settings(), engine=engine)
     with serving(app) as url:
         with pytest.raises(httpx.ReadTimeout):
-            httpx.post(f"{url}/v1/systemone", json=decision(NOUL), timeout=0.5)
+            httpx.post(f"{url}/v1/systemone", json=decision(NOUL), timeout=3)  # the engine takes 30 s
         registry = app.state.metrics.registry
         assert wait_until(
             lambda: registry.get_sample_value("dgemma_decisions_cancelled_total"), 5, interval_s=0.05

@@ -34,3 +34,14 @@ def test_engine_stopped_mid_test_is_503_then_recovers(
         os.killpg(engine_group, signal.SIGCONT)
     assert wait_http_ok(f"{url}/readyz", 30), "the engine did not come back"
     assert httpx.post(f"{url}/v1/systemone", json=body, timeout=60).status_code == 200
+
+
+def test_a_state_longer_than_the_engines_context_is_a_400_marked_max_tokens_exceeded(
+    client: httpx.Client,
+) -> None:
+    """vLLM's own refusal text, recognised by the gateway (app/engine.py `_TOO_LONG`): a client's
+    mistake, never a 5xx."""
+    body = decision(NOUL, state="disk full on db-1 " * 3000, read_policy={"mode": "single"})
+    r = client.post("/v1/systemone", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["error_type"] == "max_tokens_exceeded" and "Input too long" in r.json()["detail"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,12 +18,19 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.polling import wait_http_ok
+from app.polling import wait_http_ok, wait_until
 from deploy.weights import MANIFEST, build_manifest
 from devtools.stack import ROOT, free_port, local_stack, spawn_dev
 from tests.helpers import ALERT_QUESTIONS, decision, fake_nvidia_smi
 
 pytestmark = pytest.mark.engine
+
+
+def _in_flight(port: int) -> float:
+    """Decisions the gateway is reading now (its /metrics)."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    found = re.search(r"^dgemma_decisions_inflight (\S+)$", text, re.M)
+    return float(found[1]) if found else 0.0
 
 
 def _children_alive(pid: int) -> list[str]:
@@ -78,7 +86,7 @@ def test_gateway_only_after_engine_health_and_sigterm_drains_under_load(tmp_path
 
         with ThreadPoolExecutor(4) as pool:
             futures = [pool.submit(call, i) for i in range(4)]
-            time.sleep(0.5)  # all four are in flight
+            assert wait_until(lambda: _in_flight(port) >= 4, 30, interval_s=0.05), "not all in flight"
             sigterm_at = time.monotonic()
             proc.send_signal(signal.SIGTERM)
             statuses = [f.result() for f in futures]
@@ -122,10 +130,11 @@ def test_gpu_mode_refuses_before_anything_starts(
     config = json.loads((ROOT / "deploy/models/diffusiongemma-26b-a4b.config.json").read_text())
     (model / "config.json").write_text(json.dumps(config))  # bf16 (no quantization_config): 47 GiB
     (model / MANIFEST).write_text(build_manifest(model).to_json())  # baked weights that verify
-    path = os.environ["PATH"]
-    if gpu is not None:  # this machine has no GPU: a stand-in nvidia-smi says which one "it" has
+    # No GPU here (nor, with an empty PATH, on a GPU runner): a stand-in nvidia-smi says which one
+    # "it" has. The processes started need no PATH: sys.executable is absolute.
+    path = str(tmp_path)
+    if gpu is not None:
         fake_nvidia_smi(tmp_path, *gpu)
-        path = f"{tmp_path}:{path}"
     done = subprocess.run(
         [sys.executable, "-m", "deploy.cli", "run", "--port", str(free_port())],
         cwd=ROOT,

@@ -30,6 +30,7 @@ from deploy.weights import (
 )
 from devtools.gcs import fake_gcs
 from devtools.stack import ROOT, LocalStack, free_port, wait_ready
+from tests.helpers import NOUL, decision
 
 
 @pytest.fixture(scope="module")
@@ -265,11 +266,7 @@ def test_run_downloads_the_tiny_model_from_gcs_then_serves(
     )  # fmt: skip
     try:
         assert wait_ready(proc, 300), "the stack did not start"
-        body = {
-            "model": "jev-latest",
-            "state": "x",
-            "questions": {"p": {"type": "noul", "instructions": "?"}},
-        }
+        body = decision(NOUL, state="x")
         headers = {"authorization": "Bearer gcs-test-key"}
         r = httpx.post(f"http://127.0.0.1:{port}/v1/systemone", json=body, headers=headers, timeout=60)
         assert r.status_code == 200 and r.json()["model"] == "tiny-from-gcs"

@@ -92,6 +92,7 @@ def test_every_variable_is_typed_and_described_and_every_output_described() -> N
         ({"invokers": ["allAuthenticatedUsers"]}, "allUsers and allAuthenticatedUsers are refused"),
         ({"max_instance_count": 4}, "max_instance_count must be between 1 and l4_gpu_quota"),
         ({"cold_start_budget_s": 2400}, "must be between 60 and 1800"),
+        ({"engine_timeout_s": 1801}, "engine_timeout_s must be between 1 and 1800"),
         ({"memory": "48Gi"}, "memory must be between 16Gi and 32Gi"),
         ({"cpu": "2"}, "cpu must be 4, 6 or 8"),
         ({"service_name": "Dgemma_1"}, "service_name must be"),
@@ -204,8 +205,10 @@ def test_gpu_and_scale_to_zero() -> None:
     assert _variables()["cpu"]["default"] == "8" and _variables()["memory"]["default"] == "32Gi"
 
 
-@pytest.mark.parametrize("budget", [60, 900, 1800])
-def test_probe_window_covers_the_budget_within_the_gpu_limit(tmp_path: Path, budget: int) -> None:
+@pytest.mark.parametrize(("budget", "engine_timeout"), [(60, 120), (900, 120), (1800, 1800)])
+def test_probe_window_covers_the_budget_within_the_gpu_limit(
+    tmp_path: Path, budget: int, engine_timeout: int
+) -> None:
     probe = _service()["template"][0]["containers"][0]["startup_probe"][0]
     assert probe["http_get"][0]["path"] == "/readyz"
     exprs = {
@@ -213,12 +216,14 @@ def test_probe_window_covers_the_budget_within_the_gpu_limit(tmp_path: Path, bud
         "period": probe["period_seconds"].removeprefix("${").removesuffix("}"),
         "timeout": '"' + _service()["template"][0]["timeout"] + '"',
     }
-    got = terraform_eval(tmp_path, exprs, {**BASE, "cold_start_budget_s": budget, "engine_timeout_s": 120})
+    variables = {**BASE, "cold_start_budget_s": budget, "engine_timeout_s": engine_timeout}
+    got = terraform_eval(tmp_path, exprs, variables)
     assert isinstance(got, dict), got
     window = got["threshold"] * got["period"]
     assert budget <= window <= GPU_SERVICE_LIMIT_S
     assert window - budget < got["period"]
-    assert got["timeout"] == f"{budget + 120}s" and budget + 120 <= REQUEST_TIMEOUT_LIMIT_S
+    assert got["timeout"] == f"{budget + engine_timeout}s"
+    assert int(got["timeout"].removesuffix("s")) <= REQUEST_TIMEOUT_LIMIT_S
 
 
 def test_the_default_budget_covers_every_weights_modes_projected_cold_start() -> None:
@@ -231,15 +236,13 @@ def test_the_default_budget_covers_every_weights_modes_projected_cold_start() ->
 
 def _members() -> list[tuple[str, str]]:
     """(resource address, member expression) of every IAM grant in the module."""
-    found = []
-    for path in TERRAFORM.glob("*.tf"):
-        for resource in hcl(path).get("resource", []):
-            for kind, named in resource.items():
-                for name, body in named.items():
-                    for key in ("member", "members"):
-                        if key in body:
-                            found.append((f"{kind}.{name}", str(body[key])))
-    return found
+    return [
+        (f"{kind}.{name}", str(body[key]))
+        for path in TERRAFORM.glob("*.tf")
+        for kind, name, body in _resources(path)
+        for key in ("member", "members")
+        if key in body
+    ]
 
 
 def test_only_the_router_is_public_and_no_secret_value_enters_the_state() -> None:
@@ -440,13 +443,12 @@ def test_sink_secrets_are_mounted_where_a_policy_reads_them(tmp_path: Path) -> N
 
 
 def test_least_privilege_for_the_runtime_identity() -> None:
-    iam = [r for r in hcl(TERRAFORM / "iam.tf")["resource"]]
-    runtime_grants = []
-    for resource in iam:
-        for kind, named in resource.items():
-            for name, body in named.items():
-                if "google_service_account.runtime" in str(body.get("member", "")):
-                    runtime_grants.append((kind, name, body["role"]))
+    iam = _resources(TERRAFORM / "iam.tf")
+    runtime_grants = [
+        (kind, name, body["role"])
+        for kind, name, body in iam
+        if "google_service_account.runtime" in str(body.get("member", ""))
+    ]
     assert sorted(runtime_grants) == [
         (
             "google_secret_manager_secret_iam_member",
@@ -455,12 +457,7 @@ def test_least_privilege_for_the_runtime_identity() -> None:
         ),
         ("google_storage_bucket_iam_member", "runtime_reads_weights", "roles/storage.objectViewer"),
     ]
-    weights_grant = next(
-        r["google_storage_bucket_iam_member"]["runtime_reads_weights"]
-        for r in iam
-        if "google_storage_bucket_iam_member" in r
-        and "runtime_reads_weights" in r["google_storage_bucket_iam_member"]
-    )
+    weights_grant = next(body for _, name, body in iam if name == "runtime_reads_weights")
     assert weights_grant["count"] == "${local.runtime_reads_weights ? 1 : 0}"  # not when baked
 
 

@@ -34,6 +34,12 @@ async def _hold(admission: Admission, reads: int, log: list[str], name: str, rel
         await release.wait()
 
 
+async def _settle() -> None:
+    """Let every ready task run until it waits again (event-loop turns, not wall time)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
 async def test_strict_fifo_a_heavy_head_is_not_starved() -> None:
     admission, metrics = _admission(capacity=4)
     log: list[str] = []
@@ -42,10 +48,10 @@ async def test_strict_fifo_a_heavy_head_is_not_starved() -> None:
     await asyncio.sleep(0)
     b = asyncio.create_task(_hold(admission, 2 * 64, log, "B", gates["B"]))  # 2: must wait for A
     c = asyncio.create_task(_hold(admission, 1, log, "C", gates["C"]))  # 1 would fit, but B is first
-    await asyncio.sleep(0.01)
+    await _settle()
     assert log == ["A"] and _gauge(metrics, "dgemma_decisions_queued") == 2
     gates["A"].set()
-    await asyncio.sleep(0.01)
+    await _settle()
     assert log == ["A", "B", "C"]  # B (2) and C (1) fit together once A is gone
     assert _gauge(metrics, "dgemma_admission_units_in_use") == 3
     gates["B"].set()
@@ -80,10 +86,10 @@ async def test_a_cancelled_waiter_leaves_the_line_and_frees_those_behind() -> No
         await stack.enter_async_context(admission.slot(64))  # one of two units taken
         heavy = asyncio.create_task(_hold(admission, 128, log, "heavy", release))  # needs both
         light = asyncio.create_task(_hold(admission, 1, log, "light", release))  # behind heavy
-        await asyncio.sleep(0.01)
+        await _settle()
         assert log == []
         heavy.cancel()  # its client went away
-        await asyncio.sleep(0.01)
+        await _settle()
         assert log == ["light"], "the light one fits beside the held unit once the heavy head is gone"
         release.set()
         await light

@@ -29,7 +29,8 @@ def policy() -> Policy:
 
 
 def test_the_default_policy_loads_and_asks_three_questions(policy: Policy) -> None:
-    request = policy.request(ALERT)
+    # What the router sends: the gateway's own request model, as JSON.
+    request = policy.request(ALERT).model_dump(mode="json", exclude_none=True)
     assert request["state"] == {"alert": "DiskFull", "summary": "97%", "source": "alertmanager"}
     assert {name: q["type"] for name, q in request["questions"].items()} == {
         "page": "noul",
@@ -148,3 +149,11 @@ def test_secret_files_are_found_beside_the_policy(tmp_path: Path) -> None:
     policy = Policy.load(_write(tmp_path, text))
     config = policy.sink_configs["console"]
     assert Path(config.routing_key_file) == tmp_path / "pd.key"
+
+
+def test_questions_the_gateway_would_refuse_are_a_policy_error(tmp_path: Path) -> None:
+    teams = "".join(f'\n[teams.t{i}]\ndescription = "team {i}"\nroute = "oncall"\n' for i in range(256))
+    text = _default().split("[teams.database]")[0] + teams + "\n[routes" + _default().split("[routes", 1)[1]
+    path = _write(tmp_path, text)
+    with pytest.raises(PolicyError, match="the gateway would refuse these questions: Too many choices"):
+        Policy.load(path)
