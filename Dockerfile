@@ -31,6 +31,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 COPY pyproject.toml README.md /src/
 COPY app /src/app
 COPY deploy /src/deploy
+COPY evals /src/evals
 COPY loadtest /src/loadtest
 RUN /opt/gateway/bin/pip install --no-cache-dir --no-deps /src && /opt/gateway/bin/dgemma --help >/dev/null
 
@@ -57,6 +58,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 COPY pyproject.toml README.md /src/
 COPY app /src/app
 COPY deploy /src/deploy
+COPY evals /src/evals
 COPY loadtest /src/loadtest
 # Installed (bytecode compiled) and owned by root: the code is read-only to the service's user. The
 # build fails unless this installation offers the command.

@@ -4,9 +4,9 @@ PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test test-fast lint checkov docs bench bench-alerts bench-weights lock env engine-env alertmanager clean
+.PHONY: dev test test-fast lint checkov docs bench bench-alerts bench-weights eval-toy toy-model lock env engine-env alertmanager clean
 
-dev: env engine-env  ## local stack: vLLM (CPU) on the tiny model + gateway on 127.0.0.1:$${PORT:-8080}
+dev: env engine-env  ## local stack: vLLM (CPU) on the trained toy model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
 
 test: env engine-env alertmanager  ## lint, type checks, docs check, then every tier, the real engine included
@@ -33,6 +33,12 @@ bench-alerts: env engine-env  ## the alert router's overhead and time to page (s
 bench-weights: env  ## GCS download paths against the emulator, and the baked-weights check (stamp vs sha256), side by side
 	$(VENV)/bin/python -m devtools.bench_weights
 	$(VENV)/bin/python -m devtools.bench_verify
+
+eval-toy: env engine-env  ## `dgemma eval` of the toy model on its 300-alert test split, every policy (about 27 min on 2 cores)
+	$(VENV)/bin/python -m devtools.eval_toy
+
+toy-model: env engine-env  ## retrain the shipped toy model (about 27 min on 2 cores; the same weights on the same thread count)
+	$(VENV)/bin/dgemma toy train deploy/models/dgemma-toy-alerts
 
 lock: env  ## regenerate the image's hashed lock of the gateway's dependencies (Python 3.12, x86_64)
 	$(VENV)/bin/uv pip compile pyproject.toml --python-version 3.12 --python-platform x86_64-manylinux_2_28 \

@@ -21,6 +21,7 @@ from deploy.commands import all_commands, missing
 from deploy.errors import DeployError, WeightsError
 from deploy.fit import FitError
 from deploy.supervisor import StartRefused
+from evals.errors import EvalDataError, EvalError
 from loadtest.gate import GateError, ProfileError
 
 # The one table from typed errors to exit codes (first match wins) and the label each is reported with.
@@ -31,8 +32,10 @@ EXIT_CODES: tuple[tuple[type[Exception], int, str], ...] = (
     (StartRefused, 2, "refusing to start"),
     (ProfileError, 2, "load-test profile"),
     (IdentityError, 2, "ID token"),
+    (EvalDataError, 2, "eval data"),
     (GateError, 1, "load-test gate"),
     (DeployError, 1, "deploy failed"),
+    (EvalError, 1, "eval"),
 )
 log = logging.getLogger("deploy")
 

@@ -1,8 +1,10 @@
-"""The local stack (`make dev`): the engine's venv, the tiny random-weight model, and the dev
-defaults that `dgemma dev` layers under the environment."""
+"""The local stack (`make dev`): the engine's venv, the model it serves (the trained toy shipped in
+the repository, or the tiny random-weight one generated on demand), and the dev defaults that
+`dgemma dev` layers under the environment."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,15 +15,30 @@ from app.config import ConfigError
 from deploy.settings import ENGINE_DIR
 
 TINY_MODEL = "dgemma-tiny-random"
-# Gateway settings of the local stack, applied where the environment sets nothing.
-DEV_GATEWAY_DEFAULTS: dict[str, Any] = {
-    "served_model": TINY_MODEL,
-    "model_description": (
+TOY_MODEL = "dgemma-toy-alerts"
+TOY_DIR = ENGINE_DIR.parent / "models" / TOY_MODEL
+DESCRIPTIONS = {
+    TOY_MODEL: (
+        "A toy for exercising the kit, not DiffusionGemma: DiffusionGemma's architecture at ~1M "
+        "parameters, trained on a synthetic alert-triage task (team, severity, page). Its answers "
+        "mean something on that task only."
+    ),
+    TINY_MODEL: (
         "Tiny random-weight DiffusionGemma for local development and tests "
         "(real architecture, ~180k parameters): answers carry no meaning."
     ),
-    "allow_any_key": True,  # local use: the SDK needs some bearer token, any will do
 }
+
+
+def dev_gateway_defaults(model: str) -> dict[str, Any]:
+    """Gateway settings of the local stack, applied where the environment sets nothing."""
+    return {
+        "served_model": model,
+        "model_description": DESCRIPTIONS[model],
+        "allow_any_key": True,  # local use: the SDK needs some bearer token, any will do
+    }
+
+
 # Local use: senders without credentials are accepted (the default policy prints pages to stdout).
 DEV_ROUTER_DEFAULTS: dict[str, Any] = {"alerts_allow_open_senders": True}
 console = Console(stderr=True, soft_wrap=True)
@@ -47,3 +64,16 @@ def ensure_tiny_model(out: Path, engine_python: Path) -> None:
     done = subprocess.run([str(engine_python), str(ENGINE_DIR / "tiny_model.py"), str(out)])
     if done.returncode != 0:
         raise ConfigError(f"generating the tiny model in {out} failed (exit {done.returncode})")
+
+
+def verify_toy_model(directory: Path = TOY_DIR) -> Path:
+    """The shipped toy checkpoint, every file checked against its SHA256SUMS."""
+    sums = directory / "SHA256SUMS"
+    if not sums.is_file():
+        raise ConfigError(f"the toy model is missing from {directory} (no SHA256SUMS)")
+    for line in sums.read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        path = directory / name
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            raise ConfigError(f"{path} does not match its sha256 in {sums}: restore it with git")
+    return directory

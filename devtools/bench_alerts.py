@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     root = ROOT / ".cache" / "bench-alerts"
     with ExitStack() as cleanup:
         with console.status("starting the local stack (about 45 s)"):
-            stack = cleanup.enter_context(local_stack(ROOT / ".cache" / "bench-engine.log"))
+            stack = cleanup.enter_context(local_stack(ROOT / ".cache" / "bench-engine.log", model="random"))
         pd, audit = Receiver(), Receiver(ok=200)
         pd_server = cleanup.enter_context(serving(pd.answer))
         audit_server = cleanup.enter_context(serving(audit.answer))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.polling import wait_until
-from deploy.devstack import TINY_MODEL
+from deploy.devstack import TINY_MODEL, TOY_MODEL
 from deploy.supervisor import READY_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,10 +87,12 @@ def stop(proc: subprocess.Popen[Any]) -> None:
 
 
 @contextmanager
-def local_stack(engine_log: Path, timeout_s: float = 400, **env: str) -> Iterator[LocalStack]:
-    """Run `dgemma dev` (`env`: extra settings) until the block ends; raise RuntimeError (with the
-    engine log) if it fails."""
-    proc, port, engine_port, alerts_port = spawn_dev(engine_log, **env)
+def local_stack(
+    engine_log: Path, timeout_s: float = 400, model: str = "toy", **env: str
+) -> Iterator[LocalStack]:
+    """Run `dgemma dev` on `model` (toy or random; `env`: extra settings) until the block ends;
+    raise RuntimeError (with the engine log) if it fails."""
+    proc, port, engine_port, alerts_port = spawn_dev(engine_log, DGEMMA_DEV_MODEL=model, **env)
     try:
         if not wait_ready(proc, timeout_s):
             tail = engine_log.read_text()[-4000:] if engine_log.exists() else "(no engine log)"
@@ -98,7 +100,7 @@ def local_stack(engine_log: Path, timeout_s: float = 400, **env: str) -> Iterato
         yield LocalStack(
             url=f"http://127.0.0.1:{port}",
             engine_url=f"http://127.0.0.1:{engine_port}",
-            served_model=TINY_MODEL,
+            served_model=TOY_MODEL if model == "toy" else TINY_MODEL,
             proc=proc,
             engine_log=engine_log,
             alerts_url=f"http://127.0.0.1:{alerts_port}",

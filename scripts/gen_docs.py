@@ -17,6 +17,7 @@ from app.alerts.settings import AlertRouterSettings
 from app.config import KitSettings, env_names
 from app.settings import GatewaySettings
 from deploy.settings import EngineSettings, SupervisorSettings
+from evals.settings import EvalSettings
 from loadtest.settings import LoadtestSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +30,7 @@ SECTIONS: list[tuple[str, type[KitSettings], str, str]] = [
     ("Engine", EngineSettings, "deploy/settings.py", "the supervisor, `dgemma fit`, `model`, `quantize`"),
     ("Supervisor", SupervisorSettings, "deploy/settings.py", "`dgemma run`, `dgemma dev`"),
     ("Load-test gate", LoadtestSettings, "loadtest/settings.py", "`dgemma loadtest`"),
+    ("Eval", EvalSettings, "evals/settings.py", "`dgemma eval`"),
     ("Alert router", AlertRouterSettings, "app/alerts/settings.py", "`dgemma alerts serve`, `replay`"),
 ]
 

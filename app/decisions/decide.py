@@ -118,7 +118,7 @@ class Decider:
             first: list[Job] = [
                 (i, k) for i in readable for k in range(policy.first_orders(specs[i].max_orders()))
             ]
-            readings = await self._readings(specs, state, first, usage)
+            readings = await self._readings(specs, state, first, usage, policy)
             first_entropy = {i: normalized_entropy(readings[(i, 0)].probs) for i in readable}
             extra: list[Job] = [
                 (i, k)
@@ -126,7 +126,7 @@ class Decider:
                 for k in range(1, 1 + policy.extra_orders(first_entropy[i], specs[i].max_orders()))
             ]
             if extra:
-                readings.update(await self._readings(specs, state, extra, usage))
+                readings.update(await self._readings(specs, state, extra, usage, policy))
             usage.state_tokens = await state_tokens
         finally:
             state_tokens.cancel()
@@ -160,10 +160,14 @@ class Decider:
         return Decision(answers, usage.total(), diagnostics, engine_reads)
 
     async def _readings(
-        self, specs: list[Spec], state: str, jobs: list[Job], usage: _Usage
+        self, specs: list[Spec], state: str, jobs: list[Job], usage: _Usage, policy: ReadPolicy
     ) -> dict[Job, _Reading]:
         """One reading per job: direct reads, or chunk reads then a final read for large choices."""
-        stage1 = {job: first_stage_reads(job[0], specs[job[0]], job[1], self.max_options) for job in jobs}
+        canonical = policy.mode == "debias"
+        stage1 = {
+            job: first_stage_reads(job[0], specs[job[0]], job[1], self.max_options, canonical=canonical)
+            for job in jobs
+        }
         results = await self._run([r for reads in stage1.values() for r in reads], specs, state, usage)
         out: dict[Job, _Reading] = {}
         pending: dict[Job, tuple[Hierarchy, list[list[int]], Read]] = {}

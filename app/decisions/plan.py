@@ -1,8 +1,11 @@
 """From Jev questions to engine reads: rendering, option orders, and chunks for large choices.
 
 A *reading* of a question is one probability distribution over all its options, in request order.
-An order index k picks the option order the model sees: k = 0 is the request's order, k = 1 the
-reverse, k >= 2 deterministic shuffles (all distinct). A reading of a choice with more options
+An order index k picks the option order the model sees: k = 0 is the base order, k = 1 its
+reverse, k >= 2 deterministic shuffles of it (all distinct). The base order is the request's under
+`single` and `adaptive` (one read reproduces the engine's own answer), and a canonical order of the
+option set itself under `debias`, so that the same question sent with its options in any order is
+read through the same option sequences and gets the same answer. A reading of a choice with more options
 than the engine labels (26, A-Z) is hierarchical: see `combine_hierarchical`.
 """
 
@@ -60,6 +63,17 @@ class Spec:
     @property
     def n(self) -> int:
         return len(self.options)
+
+    def canonical(self) -> tuple[int, ...]:
+        """The options (indices in request order) sorted by what the model reads of them: a choice's
+        name, a score level's text. Ties keep request order."""
+        if self.kind == "choice":
+            key = self.options
+        elif self.kind == "score":
+            key = tuple(d or "" for d in self.descriptions)
+        else:
+            return tuple(range(self.n))  # a noul's sides have no order to normalise
+        return tuple(sorted(range(self.n), key=lambda i: (key[i], i)))
 
     def max_orders(self) -> int:
         if self.kind == "noul":
@@ -125,13 +139,17 @@ class Read:
         return [float(probs[spec.options[i]]) for i in self.options]
 
 
-def first_stage_reads(spec_index: int, spec: Spec, order: int, max_options: int) -> list[Read]:
-    """Reads that need no other read's result: the whole question, or its chunks."""
+def first_stage_reads(
+    spec_index: int, spec: Spec, order: int, max_options: int, *, canonical: bool = False
+) -> list[Read]:
+    """Reads that need no other read's result: the whole question, or its chunks. `canonical`:
+    orders are taken over the spec's canonical order instead of the request's."""
     if spec.kind == "noul":
         if order == 0:
             return [Read(spec_index, 0, (0, 1))]
         return [Read(spec_index, order, (1, 0) if order == 1 else (0, 1), as_choice=True)]
-    perm = option_order(spec.n, order)
+    base = spec.canonical() if canonical else tuple(range(spec.n))
+    perm = tuple(base[i] for i in option_order(spec.n, order))
     return [Read(spec_index, order, chunk) for chunk in chunks(perm, max_options)]
 
 

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Protocol, cast
 
 NAMES = (
-    *("dev", "run", "serve", "model", "fit", "weights", "quantize", "loadtest"),
+    *("dev", "run", "serve", "model", "toy", "fit", "weights", "quantize", "loadtest", "eval"),
     *("deploy", "destroy", "keys", "alerts"),
 )
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 NAME = "dev"
-HELP = "run the local stack: vLLM (CPU) on the tiny model, the gateway and the alert router"
+HELP = "run the local stack: vLLM (CPU) on the toy model, the gateway and the alert router"
 REQUIRES: tuple[str, ...] = ()
 SERVICE = True  # long-running: refusals are JSON log lines
 
@@ -27,17 +27,21 @@ def run(args: argparse.Namespace) -> int:
     from app.observability import configure_logging
     from app.settings import GatewaySettings
     from deploy.devstack import (
-        DEV_GATEWAY_DEFAULTS,
         DEV_ROUTER_DEFAULTS,
+        TINY_MODEL,
+        TOY_MODEL,
         console,
+        dev_gateway_defaults,
         ensure_engine_env,
         ensure_tiny_model,
+        verify_toy_model,
     )
     from deploy.settings import SupervisorSettings
     from deploy.supervisor import Supervisor
 
-    gateway = load(GatewaySettings, DEV_GATEWAY_DEFAULTS, port=args.port)
     settings = load(SupervisorSettings, engine_port=args.engine_port)
+    model = TOY_MODEL if settings.dev_model == "toy" else TINY_MODEL
+    gateway = load(GatewaySettings, dev_gateway_defaults(model), port=args.port)
     # Not the gateway's PORT: the router reads its own port from DGEMMA_ALERTS_PORT here.
     router = (
         None
@@ -46,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
     )
     configure_logging(settings.log_level, settings.gcp_project)
     ensure_engine_env(settings.engine_python)
-    ensure_tiny_model(settings.model_dir, settings.engine_python)
+    if settings.dev_model == "toy":
+        settings = settings.model_copy(update={"model_dir": verify_toy_model()})
+    else:
+        ensure_tiny_model(settings.model_dir, settings.engine_python)
     console.print(
         f"Starting vLLM (CPU, Triton interpreter) on {settings.model_dir}; log: {args.engine_log} "
         "(about 30-60 s)"

@@ -51,29 +51,44 @@ CHAT_TEMPLATE = (
 LABELS = [list("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), ["yes", "no"], list("0123456789")]
 
 
-def write_tokenizer(out: Path, vocab_size: int) -> dict[str, int]:
-    """Write tokenizer files; return the special tokens' ids."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+def write_tokenizer(out: Path, vocab_size: int, corpus: list[str] | None = None) -> dict[str, int]:
+    """Write tokenizer files; return the special tokens' ids.
 
-    vocab: dict[str, int] = {}
-    for token in [*SPECIAL_TOKENS, *sorted(pre_tokenizers.ByteLevel.alphabet())]:
-        vocab[token] = len(vocab)
-    merges: list[tuple[str, str]] = []
-    for word in MERGED_WORDS:
-        prefix = word[0]
-        for ch in word[1:]:
-            merges.append((prefix, ch))
-            prefix += ch
-            vocab.setdefault(prefix, len(vocab))
-    if len(vocab) > vocab_size:
-        raise SystemExit(f"--vocab {vocab_size} is smaller than the {len(vocab)} tokens needed")
-    # Pad so that every id the model can emit decodes to something.
-    for i in range(vocab_size - len(vocab)):
-        vocab[f"<unused_{i}>"] = len(vocab)
+    Without a corpus: bytes plus a few merged words (the random model). With one: byte-level BPE
+    trained on it up to `vocab_size`, so the toy model's reads are ~3x shorter than in bytes.
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
+    if corpus is None:
+        vocab: dict[str, int] = {}
+        for token in [*SPECIAL_TOKENS, *sorted(pre_tokenizers.ByteLevel.alphabet())]:
+            vocab[token] = len(vocab)
+        merges: list[tuple[str, str]] = []
+        for word in MERGED_WORDS:
+            prefix = word[0]
+            for ch in word[1:]:
+                merges.append((prefix, ch))
+                prefix += ch
+                vocab.setdefault(prefix, len(vocab))
+        if len(vocab) > vocab_size:
+            raise SystemExit(f"--vocab {vocab_size} is smaller than the {len(vocab)} tokens needed")
+        # Pad so that every id the model can emit decodes to something.
+        for i in range(vocab_size - len(vocab)):
+            vocab[f"<unused_{i}>"] = len(vocab)
+        tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
+    else:
+        tok = Tokenizer(models.BPE(fuse_unk=False, byte_fallback=False))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
+    if corpus is not None:
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )  # fmt: skip
+        tok.train_from_iterator(corpus, trainer)
+        vocab = tok.get_vocab()
+        if len(vocab) != vocab_size:
+            raise SystemExit(f"the corpus gave {len(vocab)} tokens, not {vocab_size}")
     tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in SPECIAL_TOKENS])
     tok.save(str(out / "tokenizer.json"))
 

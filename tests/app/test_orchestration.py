@@ -64,6 +64,42 @@ async def test_reads_per_policy(
     assert scripted.reads == reads == sum(d["engine_reads"] for d in got["diagnostics"].values())
 
 
+def _reversed(questions: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, q in questions.items():
+        crit = q.get("criteria")
+        if q["type"] == "choice":
+            crit = dict(reversed(list(crit.items())))
+        elif q["type"] == "score":
+            crit = list(reversed(crit))
+        out[name] = {**q, "criteria": crit} if crit is not None else q
+    return out
+
+
+def _by_identity(answer: dict[str, Any], levels: list[str] | None = None) -> dict[str, float]:
+    """Probabilities keyed by what an option is (a choice's name, a score level's text)."""
+    if answer["type"] == "noul":
+        return {"yes": answer["noul"]}
+    if answer["type"] == "score":
+        return {answer["legend"][k]: p for k, p in answer["probabilities"].items()}
+    return dict(answer["probabilities"])
+
+
+@pytest.mark.parametrize(("mode", "invariant"), [("debias", True), ("single", False), ("adaptive", False)])
+async def test_debias_answers_the_same_whatever_order_the_options_came_in(
+    gw: httpx.AsyncClient, mode: str, invariant: bool
+) -> None:
+    # The stand-in's numbers hash the prompt, options order included: like a model, it is order-biased.
+    questions = {**ALERT_QUESTIONS, "team": {"type": "choice", "criteria": dict.fromkeys("abcdefg")}}
+    policy = {"mode": mode, "reread_entropy": 0.0}
+    forward = await _decide(gw, decision(questions, read_policy=policy))
+    backward = await _decide(gw, decision(_reversed(questions), read_policy=policy))
+    for name in ("team", "severity"):
+        same = _by_identity(forward["answers"][name]) == _by_identity(backward["answers"][name])
+        assert same is invariant, name
+    assert _by_identity(forward["answers"]["page"]) == _by_identity(backward["answers"]["page"])
+
+
 async def test_a_large_choice_is_read_in_chunks_then_a_final(
     gw: httpx.AsyncClient, scripted: ScriptedEngine
 ) -> None:

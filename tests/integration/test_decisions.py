@@ -13,7 +13,6 @@ from typing import Any
 import httpx
 import pytest
 
-from deploy.devstack import TINY_MODEL
 from tests.helpers import ALERT_QUESTIONS, decision
 
 pytestmark = pytest.mark.engine
@@ -21,9 +20,16 @@ STATE = "Disk usage at 97% on db-1"
 
 
 def _engine_read(engine: httpx.Client, question: dict[str, Any], state: str = STATE) -> dict[str, Any]:
-    r = engine.post("/v1/systemone", json={"model": TINY_MODEL, "state": state, "questions": {"q": question}})
+    r = engine.post(
+        "/v1/systemone", json={"model": _served(engine), "state": state, "questions": {"q": question}}
+    )
     r.raise_for_status()
     return dict(r.json())
+
+
+def _served(engine: httpx.Client) -> str:
+    """The engine's served model name (the local stack serves the toy or the random model)."""
+    return str(engine.get("/v1/models").json()["data"][0]["id"])
 
 
 def _decide(client: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
@@ -83,9 +89,10 @@ def test_debias_average_matches_hand_computed_reads(client: httpx.Client, engine
     }
     got = _decide(client, decision(questions, read_policy={"mode": "debias", "debias_reads": 2}))
 
-    # choice: request order, then reversed order, averaged in request order
-    a = _engine_read(engine, questions["team"])["answers"]["q"]["probabilities"]
-    b = _engine_read(engine, {"type": "choice", "criteria": {"app": None, "network": "DNS", "db": None}})
+    # choice: debias reads the canonical order (by name) and its reverse, averaged in request order
+    a = _engine_read(engine, {"type": "choice", "criteria": {"app": None, "db": None, "network": "DNS"}})
+    a = a["answers"]["q"]["probabilities"]
+    b = _engine_read(engine, {"type": "choice", "criteria": {"network": "DNS", "db": None, "app": None}})
     b = b["answers"]["q"]["probabilities"]
     for o in ("db", "network", "app"):
         assert got["answers"]["team"]["probabilities"][o] == pytest.approx((a[o] + b[o]) / 2, abs=1e-6)
@@ -97,11 +104,11 @@ def test_debias_average_matches_hand_computed_reads(client: httpx.Client, engine
     )["answers"]["q"]["probabilities"]["yes"]
     assert got["answers"]["page"]["noul"] == pytest.approx((n0 + n1) / 2, abs=1e-6)
 
-    # score: levels reversed in the second read, mapped back by level
-    s0 = _engine_read(engine, questions["severity"])["answers"]["q"]["probabilities"]
-    s1 = _engine_read(engine, {"type": "score", "criteria": ["high", "medium", "low"]})["answers"]["q"]
-    s1p = s1["probabilities"]
-    expected = [(s0["0"] + s1p["2"]) / 2, (s0["1"] + s1p["1"]) / 2, (s0["2"] + s1p["0"]) / 2]
+    # score: the levels' canonical order (by text: high, low, medium) and its reverse, mapped back
+    s0 = _engine_read(engine, {"type": "score", "criteria": ["high", "low", "medium"]})["answers"]["q"]
+    s1 = _engine_read(engine, {"type": "score", "criteria": ["medium", "low", "high"]})["answers"]["q"]
+    s0p, s1p = s0["probabilities"], s1["probabilities"]
+    expected = [(s0p["1"] + s1p["1"]) / 2, (s0p["2"] + s1p["0"]) / 2, (s0p["0"] + s1p["2"]) / 2]
     probs = got["answers"]["severity"]["probabilities"]
     assert [probs[k] for k in ("0", "1", "2")] == pytest.approx(expected, abs=1e-6)
     assert got["answers"]["severity"]["score"] == pytest.approx(expected[1] + 2 * expected[2], abs=1e-6)
@@ -139,10 +146,10 @@ def test_usage_counts_the_state_once(client: httpx.Client, engine: httpx.Client)
     questions = {f"q{i}": {"type": "noul", "instructions": f"Is symptom {i} present?"} for i in range(10)}
     got = _decide(client, decision(questions, state=state, read_policy={"mode": "single"}))["usage"]
     raw = engine.post(
-        "/v1/systemone", json={"model": TINY_MODEL, "state": state, "questions": questions}
+        "/v1/systemone", json={"model": _served(engine), "state": state, "questions": questions}
     ).json()["usage"]
     state_tokens = engine.post(
-        "/tokenize", json={"model": TINY_MODEL, "prompt": state, "add_special_tokens": False}
+        "/tokenize", json={"model": _served(engine), "prompt": state, "add_special_tokens": False}
     ).json()["count"]
     assert state_tokens > 300
     assert got["input_tokens"] == raw["input_tokens"] - 9 * state_tokens

@@ -16,7 +16,7 @@ from deploy import commands as registry
 from loadtest.gate import GateError, Profile, ProfileError
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = ("app", "deploy", "loadtest")
+OURS = ("app", "deploy", "evals", "loadtest")
 
 
 def _subcommands(parser: object) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 
@@ -36,6 +37,35 @@ def test_orders_are_deterministic_distinct_and_start_with_request_then_reverse()
     assert option_order(40, 5) == option_order(40, 5)
     with pytest.raises(ValueError):
         option_order(2, 2)
+
+
+def _sequences(spec: Spec, canonical: bool, orders: int = 3) -> list[list[str]]:
+    """The option sequences the model is shown for orders 0..orders-1, by option identity."""
+    text = spec.options if spec.kind == "choice" else spec.descriptions
+    return [
+        [str(text[o]) for o in first_stage_reads(0, spec, k, 26, canonical=canonical)[0].options]
+        for k in range(orders)
+    ]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        ChoiceQuestion(type="choice", criteria=dict.fromkeys(["network", "app", "database", "dns"])),
+        ScoreQuestion(type="score", criteria=["low", "medium", "high", "critical"]),
+    ],
+)
+def test_canonical_orders_do_not_depend_on_the_request_order(question: Any) -> None:
+    spec = Spec.from_question("q", question)
+    if isinstance(question, ChoiceQuestion):
+        shuffled = question.model_copy(update={"criteria": dict(reversed(list(question.criteria.items())))})
+    else:
+        shuffled = question.model_copy(update={"criteria": list(reversed(question.criteria))})
+    other = Spec.from_question("q", shuffled)
+    assert _sequences(spec, True) == _sequences(other, True)
+    assert _sequences(spec, True)[0] == sorted(_sequences(spec, True)[0])
+    # Request-relative orders differ: that is what made `debias` flip before.
+    assert _sequences(spec, False) != _sequences(other, False)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,63 @@
+"""`dgemma toy train|data`: retrain the toy model, or write a split of its task as eval JSONL."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from types import ModuleType
+
+NAME = "toy"
+HELP = "the toy model's task: retrain it (engine python, ~27 min on 2 cores) or write a split as eval JSONL"
+REQUIRES: tuple[str, ...] = ()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True)
+    train = actions.add_parser("train", help="train the toy DiffusionGemma into OUT_DIR")
+    train.add_argument("out_dir", type=Path, help="the shipped one: deploy/models/dgemma-toy-alerts")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--threads", type=int, default=2, help="torch threads (the same count, the same weights)"
+    )
+    train.add_argument(
+        "--time-limit", type=float, help="a safety net: stop and save after this many seconds (default 1740)"
+    )
+    train.add_argument("--steps", type=int, help="the schedule's length in steps (default 4000)")
+    data = actions.add_parser("data", help="a split of the synthetic alert task as eval JSONL (stdout)")
+    data.add_argument("--split", choices=("train", "dev", "test"), default="test")
+    data.add_argument("-n", type=int, default=300, help="how many alerts (default 300)")
+
+
+def toy_task(engine_dir: Path) -> ModuleType:
+    """deploy/engine/toy_task.py: standard library only, shared by the engine's scripts and the kit."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("toy_task", engine_dir / "toy_task.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from app.config import ConfigError, load
+    from deploy.devstack import ensure_engine_env
+    from deploy.settings import ENGINE_DIR, EngineSettings
+
+    if args.action == "data":
+        if args.n < 1:
+            raise ConfigError("-n must be at least 1")
+        sys.stdout.write(toy_task(ENGINE_DIR).eval_jsonl(args.split, args.n))
+        return 0
+    settings = load(EngineSettings)
+    ensure_engine_env(settings.engine_python)
+    argv = [str(settings.engine_python), str(ENGINE_DIR / "train_toy.py"), str(args.out_dir),
+            "--seed", str(args.seed), "--threads", str(args.threads)]  # fmt: skip
+    if args.time_limit is not None:
+        argv += ["--time-limit", str(args.time_limit)]
+    if args.steps is not None:
+        argv += ["--steps", str(args.steps)]
+    return subprocess.run(argv).returncode

@@ -1,0 +1,198 @@
+"""Ask the gateway every item under each read policy, in the request's option order and reversed,
+and reduce the answers to per-question figures."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from evals.data import Item, Scored
+from evals.errors import EvalError
+from evals.metrics import Bin, Outcome, accuracy, brier, ece, flip_rate, reliability
+
+ORDERS = ("canonical", "reversed")
+RETRIES = 5  # on 429/503 and dropped connections: the gateway sheds load, the eval waits its turn
+
+
+@dataclass(frozen=True)
+class Row:
+    """One question under one read policy, over every item that scores it."""
+
+    policy: str
+    question: str
+    kind: str
+    items: int
+    accuracy: float  # options in the request's order
+    accuracy_reversed: float  # options reversed
+    baseline: float  # max(chance, majority answer's share)
+    ece: float
+    brier: float
+    reads: float  # mean reads per question
+    flip_rate: float | None  # None for noul: it has no option order
+    bins: list[Bin] = field(repr=False)
+
+
+async def ask_all(
+    client: httpx.AsyncClient,
+    items: Sequence[Item],
+    model: str,
+    policies: Sequence[str],
+    *,
+    concurrency: int = 4,
+    progress: Callable[[], None] = lambda: None,
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Responses keyed by (policy, order), in item order."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(item: Item, policy: str, order: str) -> dict[str, Any]:
+        async with gate:
+            body = item.body(model, policy, reverse=order == "reversed")
+            answer = await _post(client, body, f"line {item.line} ({policy}, {order} order)")
+        progress()
+        return answer
+
+    jobs = [(p, o) for p in policies for o in ORDERS]
+    results = await asyncio.gather(*(one(item, p, o) for p, o in jobs for item in items))
+    n = len(items)
+    return {job: results[i * n : (i + 1) * n] for i, job in enumerate(jobs)}
+
+
+async def _post(client: httpx.AsyncClient, body: dict[str, Any], what: str) -> dict[str, Any]:
+    for attempt in range(RETRIES + 1):
+        try:
+            response = await client.post("/v1/systemone", json=body)
+        except httpx.TransportError as e:
+            if attempt == RETRIES:
+                raise EvalError(f"{what}: {type(e).__name__}: {e}") from None
+            await asyncio.sleep(min(8.0, 0.5 * 2**attempt))
+            continue
+        if response.status_code in (429, 503) and attempt < RETRIES:
+            await asyncio.sleep(float(response.headers.get("retry-after") or 0.5 * 2**attempt))
+            continue
+        if response.status_code != 200:
+            detail = response.text[:300]
+            raise EvalError(f"{what}: the service answered {response.status_code}: {detail}")
+        data: dict[str, Any] = response.json()
+        return data
+    raise AssertionError("unreachable")
+
+
+def probabilities(scored: Scored, answer: dict[str, Any], *, reversed_order: bool) -> tuple[float, ...]:
+    """The answer as probabilities over the question's options in the file's (canonical) order."""
+    if scored.kind == "noul":
+        p = float(answer["noul"])
+        return (p, 1.0 - p)
+    probs = answer["probabilities"]
+    if scored.kind == "choice":  # keyed by option name: the order does not matter
+        return tuple(float(probs[name]) for name in scored.options)
+    n = len(scored.options)  # keyed by level index in the order sent
+    return tuple(float(probs[str(n - 1 - i if reversed_order else i)]) for i in range(n))
+
+
+def reduce(
+    items: Sequence[Item], responses: dict[tuple[str, str], list[dict[str, Any]]], policies: Sequence[str]
+) -> list[Row]:
+    """Per read policy and question: accuracy both ways, baseline, ECE, Brier, reads, flip rate."""
+    rows = []
+    for policy in policies:
+        outcomes: dict[str, dict[str, list[Outcome]]] = defaultdict(lambda: {o: [] for o in ORDERS})
+        kinds: dict[str, str] = {}
+        truths: dict[str, list[str]] = defaultdict(list)
+        chance: dict[str, list[float]] = defaultdict(list)
+        for i, item in enumerate(items):
+            for order in ORDERS:
+                response = responses[(policy, order)][i]
+                for scored in item.scored:
+                    answer = response["answers"][scored.name]
+                    probs = probabilities(scored, answer, reversed_order=order == "reversed")
+                    reads = int(response["diagnostics"][scored.name]["reads"])
+                    outcomes[scored.name][order].append(Outcome(probs, scored.truth, reads))
+            for scored in item.scored:
+                kinds[scored.name] = scored.kind
+                truths[scored.name].append(scored.options[scored.truth])
+                chance[scored.name].append(1.0 / len(scored.options))
+        for name, by_order in outcomes.items():
+            canonical, backwards = by_order["canonical"], by_order["reversed"]
+            majority = Counter(truths[name]).most_common(1)[0][1] / len(truths[name])
+            flips = None
+            if kinds[name] != "noul":
+                flips = flip_rate([(a.answer, b.answer) for a, b in zip(canonical, backwards, strict=True)])
+            rows.append(
+                Row(
+                    policy=policy,
+                    question=name,
+                    kind=kinds[name],
+                    items=len(canonical),
+                    accuracy=accuracy(canonical),
+                    accuracy_reversed=accuracy(backwards),
+                    baseline=max(sum(chance[name]) / len(chance[name]), majority),
+                    ece=ece(canonical),
+                    brier=brier(canonical),
+                    reads=sum(o.reads for o in canonical) / len(canonical),
+                    flip_rate=flips,
+                    bins=reliability(canonical),
+                )
+            )
+    return rows
+
+
+@dataclass(frozen=True)
+class Report:
+    model: str
+    url: str
+    data: str
+    items: int
+    seconds: float
+    rows: list[Row]
+
+
+def evaluate(
+    url: str,
+    items: Sequence[Item],
+    policies: Sequence[str],
+    *,
+    data: str,
+    headers: dict[str, str],
+    model: str | None = None,
+    concurrency: int = 4,
+    timeout_s: float = 300.0,
+) -> Report:
+    """Every item under every policy, both option orders, with a progress bar on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    async def go() -> Report:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout_s) as client:
+            served = model or await served_model(client)
+            columns = (TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+            with Progress(*columns, transient=True) as bar:
+                task = bar.add_task("eval", total=len(items) * len(policies) * len(ORDERS))
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                responses = await ask_all(
+                    client, items, served, policies, concurrency=concurrency,
+                    progress=lambda: bar.advance(task),
+                )  # fmt: skip
+                seconds = loop.time() - started
+        return Report(served, url, data, len(items), round(seconds, 1), reduce(items, responses, policies))
+
+    return asyncio.run(go())
+
+
+async def served_model(client: httpx.AsyncClient) -> str:
+    """The first model `/v1/models` lists: what the eval asks for unless told otherwise."""
+    try:
+        response = await client.get("/v1/models")
+    except httpx.TransportError as e:
+        raise EvalError(f"{client.base_url} cannot be reached: {type(e).__name__}: {e}") from None
+    if response.status_code != 200:
+        raise EvalError(f"GET /v1/models answered {response.status_code}: {response.text[:300]}")
+    models = response.json().get("models") or []
+    if not models:
+        raise EvalError("GET /v1/models lists no model")
+    name: str = models[0]["name"]
+    return name
