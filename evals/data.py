@@ -41,7 +41,7 @@ class Item:
         """The request to send: the served model, a read-policy override, options maybe reversed."""
         body = {**self.request, "model": model}
         if policy is not None:
-            body["read_policy"] = {**body.get("read_policy", {}), "mode": policy}
+            body["read_policy"] = {**(body.get("read_policy") or {}), "mode": policy}
         if reverse:
             body["questions"] = {name: reversed_question(q) for name, q in self.request["questions"].items()}
         return body

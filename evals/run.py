@@ -72,7 +72,7 @@ async def _post(client: httpx.AsyncClient, body: dict[str, Any], what: str) -> d
             await asyncio.sleep(min(8.0, 0.5 * 2**attempt))
             continue
         if response.status_code in (429, 503) and attempt < RETRIES:
-            await asyncio.sleep(float(response.headers.get("retry-after") or 0.5 * 2**attempt))
+            await asyncio.sleep(_retry_after(response.headers.get("retry-after"), attempt))
             continue
         if response.status_code != 200:
             detail = response.text[:300]
@@ -80,6 +80,14 @@ async def _post(client: httpx.AsyncClient, body: dict[str, Any], what: str) -> d
         data: dict[str, Any] = response.json()
         return data
     raise AssertionError("unreachable")
+
+
+def _retry_after(header: str | None, attempt: int) -> float:
+    """Seconds to wait: the service's Retry-After when it gives seconds, else exponential backoff."""
+    try:
+        return min(60.0, max(0.0, float(header or "")))
+    except ValueError:
+        return min(8.0, 0.5 * 2.0**attempt)
 
 
 def probabilities(scored: Scored, answer: dict[str, Any], *, reversed_order: bool) -> tuple[float, ...]:

@@ -96,6 +96,16 @@ def test_an_item_parses_and_reverses_its_options() -> None:
     assert list(body["questions"]["team"]["criteria"]) == ["net", "db"]
     assert body["questions"]["sev"]["criteria"] == ["high", "low"]
     assert item.body("m", None)["questions"] == item.request["questions"]  # the original is untouched
+    with_null = data.parse_line(2, _line(request={**json.loads(_line())["request"], "read_policy": None}))
+    assert with_null.body("m", "single")["read_policy"] == {"mode": "single"}
+
+
+def test_retry_after_seconds_are_honoured_and_dates_fall_back_to_backoff() -> None:
+    from evals.run import _retry_after
+
+    assert _retry_after("3", 0) == 3.0
+    assert _retry_after("Wed, 21 Oct 2026 07:28:00 GMT", 2) == 2.0
+    assert _retry_after(None, 0) == 0.5
 
 
 @pytest.mark.parametrize(
