@@ -4,9 +4,10 @@ the repository, or the tiny random-weight one generated on demand), and the dev 
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import subprocess
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from rich.console import Console
@@ -17,6 +18,7 @@ from deploy.settings import ENGINE_DIR
 TINY_MODEL = "dgemma-tiny-random"
 TOY_MODEL = "dgemma-toy-alerts"
 TOY_DIR = ENGINE_DIR.parent / "models" / TOY_MODEL
+DEV_MODELS = {"toy": TOY_MODEL, "random": TINY_MODEL}  # DGEMMA_DEV_MODEL -> the served name
 DESCRIPTIONS = {
     TOY_MODEL: (
         "A toy for exercising the kit, not DiffusionGemma: DiffusionGemma's architecture at ~1M "
@@ -66,14 +68,23 @@ def ensure_tiny_model(out: Path, engine_python: Path) -> None:
         raise ConfigError(f"generating the tiny model in {out} failed (exit {done.returncode})")
 
 
+def toy_task() -> ModuleType:
+    """deploy/engine/toy_task.py, the toy's task: standard library only, shared by the engine's
+    scripts (run by path) and the kit."""
+    spec = importlib.util.spec_from_file_location("toy_task", ENGINE_DIR / "toy_task.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def verify_toy_model(directory: Path = TOY_DIR) -> Path:
-    """The shipped toy checkpoint, every file checked against its SHA256SUMS."""
-    sums = directory / "SHA256SUMS"
-    if not sums.is_file():
-        raise ConfigError(f"the toy model is missing from {directory} (no SHA256SUMS)")
-    for line in sums.read_text().splitlines():
-        digest, name = line.split(maxsplit=1)
-        path = directory / name
-        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-            raise ConfigError(f"{path} does not match its sha256 in {sums}: restore it with git")
+    """The shipped toy checkpoint, every file checked against its manifest (deploy/weights.py)."""
+    from deploy.weights import verify
+
+    problems = verify(directory, full=True)
+    if problems:
+        raise ConfigError(
+            f"the toy model in {directory} does not verify: {'; '.join(problems)}; restore it with git"
+        )
     return directory

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.polling import wait_until
-from deploy.devstack import TINY_MODEL, TOY_MODEL
+from deploy.devstack import DEV_MODELS
 from deploy.supervisor import READY_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,7 +100,7 @@ def local_stack(
         yield LocalStack(
             url=f"http://127.0.0.1:{port}",
             engine_url=f"http://127.0.0.1:{engine_port}",
-            served_model=TOY_MODEL if model == "toy" else TINY_MODEL,
+            served_model=DEV_MODELS[model],
             proc=proc,
             engine_log=engine_log,
             alerts_url=f"http://127.0.0.1:{alerts_port}",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 BINS = 10
@@ -82,7 +82,8 @@ def flip_rate(pairs: Sequence[tuple[int, int]]) -> float:
     return sum(a != b for a, b in pairs) / len(pairs)
 
 
-def baseline(truths: Sequence[int], options: int) -> float:
-    """What a model without signal gets: the better of chance and always answering the majority."""
+def baseline(truths: Sequence[Hashable], options: Sequence[int]) -> float:
+    """What a model without signal gets: the better of chance (the mean of 1/n over the items, each
+    with its option count) and always answering the most common right answer."""
     majority = Counter(truths).most_common(1)[0][1] / len(truths)
-    return max(1.0 / options, majority)
+    return max(sum(1.0 / n for n in options) / len(options), majority)

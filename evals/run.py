@@ -4,7 +4,7 @@ and reduce the answers to per-question figures."""
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +13,7 @@ import httpx
 
 from evals.data import Item, Scored
 from evals.errors import EvalError
-from evals.metrics import Bin, Outcome, accuracy, brier, ece, flip_rate, reliability
+from evals.metrics import Bin, Outcome, accuracy, baseline, brier, ece, flip_rate, reliability
 
 ORDERS = ("canonical", "reversed")
 RETRIES = 5  # on 429/503 and dropped connections: the gateway sheds load, the eval waits its turn
@@ -106,39 +106,39 @@ def reduce(
     items: Sequence[Item], responses: dict[tuple[str, str], list[dict[str, Any]]], policies: Sequence[str]
 ) -> list[Row]:
     """Per read policy and question: accuracy both ways, baseline, ECE, Brier, reads, flip rate."""
+    scoring: dict[str, list[tuple[int, Scored]]] = defaultdict(list)  # question -> (item index, ...)
+    for i, item in enumerate(items):
+        for scored in item.scored:
+            scoring[scored.name].append((i, scored))
+
+    def outcomes(policy: str, order: str, name: str) -> list[Outcome]:
+        out = []
+        for i, scored in scoring[name]:
+            response = responses[(policy, order)][i]
+            probs = probabilities(scored, response["answers"][name], reversed_order=order == "reversed")
+            out.append(Outcome(probs, scored.truth, int(response["diagnostics"][name]["reads"])))
+        return out
+
     rows = []
     for policy in policies:
-        outcomes: dict[str, dict[str, list[Outcome]]] = defaultdict(lambda: {o: [] for o in ORDERS})
-        kinds: dict[str, str] = {}
-        truths: dict[str, list[str]] = defaultdict(list)
-        chance: dict[str, list[float]] = defaultdict(list)
-        for i, item in enumerate(items):
-            for order in ORDERS:
-                response = responses[(policy, order)][i]
-                for scored in item.scored:
-                    answer = response["answers"][scored.name]
-                    probs = probabilities(scored, answer, reversed_order=order == "reversed")
-                    reads = int(response["diagnostics"][scored.name]["reads"])
-                    outcomes[scored.name][order].append(Outcome(probs, scored.truth, reads))
-            for scored in item.scored:
-                kinds[scored.name] = scored.kind
-                truths[scored.name].append(scored.options[scored.truth])
-                chance[scored.name].append(1.0 / len(scored.options))
-        for name, by_order in outcomes.items():
-            canonical, backwards = by_order["canonical"], by_order["reversed"]
-            majority = Counter(truths[name]).most_common(1)[0][1] / len(truths[name])
+        for name, scored_items in scoring.items():
+            canonical, backwards = outcomes(policy, "canonical", name), outcomes(policy, "reversed", name)
+            kind = scored_items[0][1].kind
             flips = None
-            if kinds[name] != "noul":
+            if kind != "noul":
                 flips = flip_rate([(a.answer, b.answer) for a, b in zip(canonical, backwards, strict=True)])
             rows.append(
                 Row(
                     policy=policy,
                     question=name,
-                    kind=kinds[name],
+                    kind=kind,
                     items=len(canonical),
                     accuracy=accuracy(canonical),
                     accuracy_reversed=accuracy(backwards),
-                    baseline=max(sum(chance[name]) / len(chance[name]), majority),
+                    baseline=baseline(
+                        [s.options[s.truth] for _, s in scored_items],
+                        [len(s.options) for _, s in scored_items],
+                    ),
                     ece=ece(canonical),
                     brier=brier(canonical),
                     reads=sum(o.reads for o in canonical) / len(canonical),

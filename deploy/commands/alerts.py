@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,21 +49,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(settings: AlertRouterSettings, drain_s: int) -> int:
-    import uvicorn
-
     from app.alerts.main import create_router_app
-    from app.config import redacted
-    from app.observability import configure_logging
+    from app.serving import serve
 
-    configure_logging(settings.log_level, settings.gcp_project)
-    logging.getLogger("app").info("configuration", extra={"router": redacted(settings)})
-    uvicorn.run(
-        create_router_app(settings),
-        host=settings.alerts_host,
-        port=settings.alerts_port,
-        log_config=None,
-        timeout_graceful_shutdown=drain_s,
-    )
+    serve(
+        lambda: create_router_app(settings), settings, section="router", host=settings.alerts_host,
+        port=settings.alerts_port, drain_s=drain_s,
+    )  # fmt: skip
     return 0
 
 

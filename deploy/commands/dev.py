@@ -27,9 +27,8 @@ def run(args: argparse.Namespace) -> int:
     from app.observability import configure_logging
     from app.settings import GatewaySettings
     from deploy.devstack import (
+        DEV_MODELS,
         DEV_ROUTER_DEFAULTS,
-        TINY_MODEL,
-        TOY_MODEL,
         console,
         dev_gateway_defaults,
         ensure_engine_env,
@@ -40,8 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from deploy.supervisor import Supervisor
 
     settings = load(SupervisorSettings, engine_port=args.engine_port)
-    model = TOY_MODEL if settings.dev_model == "toy" else TINY_MODEL
-    gateway = load(GatewaySettings, dev_gateway_defaults(model), port=args.port)
+    gateway = load(GatewaySettings, dev_gateway_defaults(DEV_MODELS[settings.dev_model]), port=args.port)
     # Not the gateway's PORT: the router reads its own port from DGEMMA_ALERTS_PORT here.
     router = (
         None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 
 NAME = "serve"
 HELP = "run the gateway only (the supervisor starts it this way); the engine URL comes from settings"
@@ -20,21 +19,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from app.config import load, redacted
+    from app.config import load
     from app.main import create_app
-    from app.observability import configure_logging
+    from app.serving import serve
     from app.settings import GatewaySettings
 
     settings = load(GatewaySettings, host=args.host, port=args.port)
-    configure_logging(settings.log_level, settings.gcp_project)
-    logging.getLogger("app").info("configuration", extra={"gateway": redacted(settings)})
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,  # uvicorn's loggers use the JSON handler configure_logging installed
-        timeout_graceful_shutdown=args.drain_seconds,
-    )
+    serve(
+        lambda: create_app(settings), settings, section="gateway", host=settings.host, port=settings.port,
+        drain_s=args.drain_seconds,
+    )  # fmt: skip
     return 0

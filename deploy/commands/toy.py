@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from types import ModuleType
 
 NAME = "toy"
 HELP = "the toy model's task: retrain it (engine python, ~27 min on 2 cores) or write a split as eval JSONL"
@@ -29,28 +28,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("-n", type=int, default=300, help="how many alerts (default 300)")
 
 
-def toy_task(engine_dir: Path) -> ModuleType:
-    """deploy/engine/toy_task.py: standard library only, shared by the engine's scripts and the kit."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("toy_task", engine_dir / "toy_task.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def run(args: argparse.Namespace) -> int:
     import subprocess
 
     from app.config import ConfigError, load
-    from deploy.devstack import ensure_engine_env
+    from deploy.devstack import ensure_engine_env, toy_task
     from deploy.settings import ENGINE_DIR, EngineSettings
 
     if args.action == "data":
         if args.n < 1:
             raise ConfigError("-n must be at least 1")
-        sys.stdout.write(toy_task(ENGINE_DIR).eval_jsonl(args.split, args.n))
+        sys.stdout.write(toy_task().eval_jsonl(args.split, args.n))
         return 0
     settings = load(EngineSettings)
     ensure_engine_env(settings.engine_python)

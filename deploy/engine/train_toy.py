@@ -6,7 +6,8 @@ Usage (with the engine venv's python, which has torch and transformers):
 OUT_DIR gets a servable checkpoint: tokenizer (byte-level BPE trained on the task's text, so reads
 are ~3x shorter than in bytes), config, bf16 weights (the decoder copy, as tiny_model.py saves
 them), train_log.json (loss and accuracy per question, dev accuracy, timings, weight hash),
-README.md and SHA256SUMS. The same arguments and thread count give the same weights.
+README.md and manifest.json (the kit's checkpoint manifest, deploy/weights.py, which `dgemma dev`
+verifies it against). The same arguments and thread count give the same weights.
 
 Each example is one per-question read rendered as vLLM 0.32's DiffusionGemmaCanvasStrategy does:
 user turn `state + "\\n\\n" + question prompt` through the chat template, then the thought block;
@@ -231,6 +232,17 @@ def save(model, out: Path) -> str:
     return hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()
 
 
+def write_manifest(out: Path) -> None:
+    """manifest.json in the kit's format (deploy/weights.py: name, size, sha256 per file), so that
+    `dgemma dev` verifies the checkpoint, and `dgemma weights` moves it, like any other."""
+    files = sorted(f for f in out.iterdir() if f.is_file() and f.name != "manifest.json")
+    entries = [
+        {"name": f.name, "size": f.stat().st_size, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()}
+        for f in files
+    ]
+    (out / "manifest.json").write_text(json.dumps({"created": "", "files": entries}, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("out_dir", type=Path)
@@ -348,12 +360,7 @@ def main() -> None:
         "(team, severity, page). Its answers mean something on that task only. Training log:\n"
         "train_log.json.\n"
     )
-    sums = "".join(
-        f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.name}\n"
-        for f in sorted(out.iterdir())
-        if f.is_file() and f.name != "SHA256SUMS"
-    )
-    (out / "SHA256SUMS").write_text(sums)
+    write_manifest(out)
     print(json.dumps({k: log[k] for k in ("parameters", "steps_done", "train_seconds", "weights_sha256")}))
 
 

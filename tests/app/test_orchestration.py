@@ -76,7 +76,7 @@ def _reversed(questions: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _by_identity(answer: dict[str, Any], levels: list[str] | None = None) -> dict[str, float]:
+def _by_identity(answer: dict[str, Any]) -> dict[str, float]:
     """Probabilities keyed by what an option is (a choice's name, a score level's text)."""
     if answer["type"] == "noul":
         return {"yes": answer["noul"]}

@@ -14,13 +14,13 @@ import httpx
 import pytest
 
 from deploy.devstack import TOY_DIR, TOY_MODEL
+from deploy.devstack import toy_task as toy_task_module
 from deploy.settings import EngineSettings
 from devtools.stack import LocalStack, local_stack
 
 pytestmark = pytest.mark.engine
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "deploy" / "engine"))
-import toy_task  # noqa: E402
+toy_task = toy_task_module()
 
 
 @pytest.fixture(scope="module")

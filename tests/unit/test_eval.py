@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from deploy.devstack import toy_task as toy_task_module
 from evals import data
 from evals.errors import EvalDataError
 from evals.metrics import Outcome, accuracy, baseline, brier, ece, flip_rate, reliability
 from evals.run import probabilities
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "deploy" / "engine"))
-import toy_task  # noqa: E402
+toy_task = toy_task_module()
 
 
 def test_accuracy_brier_and_ece_match_hand_computation() -> None:
@@ -47,8 +46,9 @@ def test_a_calibrated_set_has_zero_ece_and_the_top_bin_is_closed() -> None:
 
 def test_flip_rate_and_baselines() -> None:
     assert flip_rate([(0, 0), (1, 2), (2, 2), (0, 1)]) == 0.5
-    assert baseline([0, 1, 2, 0], 3) == 0.5  # the majority beats chance
-    assert baseline([0, 1, 2], 3) == pytest.approx(1 / 3)
+    assert baseline(["db", "net", "app", "db"], [3] * 4) == 0.5  # the majority beats chance
+    assert baseline(["db", "net", "app"], [3] * 3) == pytest.approx(1 / 3)
+    assert baseline(["a", "b", "c", "d"], [2, 4, 2, 4]) == pytest.approx(0.375)  # chance per item
 
 
 def test_reversed_score_answers_are_mapped_back_to_the_files_levels() -> None:
@@ -168,7 +168,7 @@ def test_the_shipped_toy_model_verifies_and_a_changed_byte_is_refused(tmp_path: 
     weights = bytearray((copy / "model.safetensors").read_bytes())
     weights[-1] ^= 1
     (copy / "model.safetensors").write_bytes(bytes(weights))
-    with pytest.raises(ConfigError, match=r"model.safetensors does not match its sha256"):
+    with pytest.raises(ConfigError, match=r"model.safetensors: sha256 differs from the manifest"):
         verify_toy_model(copy)
 
 
