@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test test-fast lint checkov docs bench bench-alerts bench-weights eval-toy toy-model lock env engine-env alertmanager clean
+.PHONY: dev test test-fast lint checkov docs bench bench-alerts bench-weights eval-toy calibrate-toy toy-model lock env engine-env alertmanager clean
 
 dev: env engine-env  ## local stack: vLLM (CPU) on the trained toy model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
@@ -36,6 +36,9 @@ bench-weights: env  ## GCS download paths against the emulator, and the baked-we
 
 eval-toy: env engine-env  ## `dgemma eval` of the toy model on its 300-alert test split, every policy (about 27 min on 2 cores)
 	$(VENV)/bin/python -m devtools.eval_toy
+
+calibrate-toy: env engine-env  ## `dgemma calibrate` of the toy model on its test split, under POLICY (default single; a few minutes)
+	$(VENV)/bin/python -m devtools.eval_toy calibrate --policy $${POLICY:-single} --out reports/calibrate-toy/$${POLICY:-single}.json
 
 toy-model: env engine-env  ## retrain the shipped toy model (about 27 min on 2 cores; the same weights on the same thread count)
 	$(VENV)/bin/dgemma toy train deploy/models/dgemma-toy-alerts

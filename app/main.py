@@ -16,6 +16,7 @@ from pydantic.json_schema import models_json_schema
 
 from app.admission import Admission
 from app.auth import KeyRing
+from app.decisions.calibration_file import Calibration
 from app.decisions.decide import Decider
 from app.engine import Engine, EngineClient
 from app.errors import install_error_handlers
@@ -27,8 +28,14 @@ from app.wire import SystemOneRequest
 
 def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> FastAPI:
     """The gateway. `engine` replaces the HTTP client of vLLM (tests use a scripted stand-in).
-    Raises ConfigError when no API key is configured and any key is not explicitly allowed."""
+    Raises ConfigError when no API key is configured and any key is not explicitly allowed, or when
+    the calibration file does not match the served model and read policy."""
     keys = KeyRing.from_settings(settings)
+    calibration = None
+    if settings.calibration_file is not None:
+        calibration = Calibration.load(
+            settings.calibration_file, served_model=settings.served_model, read_policy=settings.read_policy
+        )
     metrics = Metrics()
     engine = engine or EngineClient(
         settings.engine_url, settings.served_model, settings.engine_timeout_s, settings.retry_after_s
@@ -56,6 +63,7 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
         max_options=settings.engine_max_options,
         max_questions_per_call=settings.engine_max_questions,
         max_reads=settings.max_reads_per_decision,
+        calibration=calibration,
     )
     app.state.admission = Admission(
         settings.max_concurrent_decisions,

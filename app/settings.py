@@ -60,6 +60,11 @@ class GatewaySettings(KitSettings, ReadPolicy):
     model_release_date: dt.date = dt.date(2026, 11, 29)
     """Release date shown by `GET /v1/models` (YYYY-MM-DD)."""
 
+    calibration_file: Path | None = None
+    """Calibration file written by `dgemma calibrate`: label probabilities are temperature-scaled by
+    it before re-read decisions and answers, for requests read under the policy it was fitted under.
+    The gateway refuses to start if it was fitted on another model or read policy."""
+
     # -- auth ------------------------------------------------------------------------------------
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     """Accepted API keys, comma-separated."""

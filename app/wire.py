@@ -127,6 +127,10 @@ class Diagnostics(BaseModel):
     stderr: float | None = None
     agreement: float | None = None
     label_mass: float | None = None
+    calibrated: bool = False
+    """Whether the answer's probabilities were scaled by the deployment's calibration file."""
+    temperature: float | None = None
+    """The calibration temperature applied, when calibrated."""
 
 
 class SystemOneResponse(BaseModel):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import secrets
 import shlex
 import shutil
@@ -93,6 +94,7 @@ class DeployConfig:
     id_token: str = "auto"
     alerts_policy: Path | None = None  # the router's policy file; none: the image's default policy
     alerts_sinks: tuple[str, ...] = ()  # names of the sinks' secrets (alerts_sink_secrets)
+    calibration: Path | None = None  # the gateway's calibration file; none: raw probabilities
     allow_dirty: bool = False
     dry_run: bool = False
     workdir: Path | None = None
@@ -219,6 +221,7 @@ def tfvars(
         "router_image": router_image,
         "alerts_policy": cfg.alerts_policy.read_text() if cfg.alerts_policy else "",
         "alerts_sink_secrets": list(cfg.alerts_sinks),
+        "calibration": cfg.calibration.read_text() if cfg.calibration else "",
         "revision_suffix": revision_suffix,
         "serving_revision": serving,
         "candidate_revision": candidate,
@@ -500,6 +503,25 @@ def ensure_router_secrets(cfg: DeployConfig, shell: Shell, tf: Terraform, variab
         )
 
 
+def check_calibration(cfg: DeployConfig) -> None:
+    """The calibration file is one the deployed gateway will accept: fitted on the model name the
+    image serves, under the default read policy (the module sets no other). ConfigError: exit 2."""
+    if cfg.calibration is None:
+        return
+    from app.decisions.calibration_file import Calibration
+    from app.decisions.policy import ReadPolicy
+
+    Calibration.load(cfg.calibration, served_model=image_served_model(), read_policy=ReadPolicy())
+
+
+def image_served_model() -> str:
+    """The model name the image serves: the Dockerfile the deploy builds sets it."""
+    found = re.search(r"DGEMMA_SERVED_MODEL=(\S+)", (ROOT / "Dockerfile").read_text())
+    if found is None:
+        raise ConfigError("the Dockerfile sets no DGEMMA_SERVED_MODEL")
+    return found.group(1)
+
+
 def check_alerts_policy(cfg: DeployConfig) -> None:
     """The router's policy loads (as the router will load it at start), and every sink key file it
     names under /secrets/sinks is one the deploy mounts."""
@@ -714,6 +736,7 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
         with step(progress, "preflight: tools, credentials, project, region, working tree"):
             account, sha = preflight(cfg, shell)
             check_alerts_policy(cfg)
+            check_calibration(cfg)
         operator = (
             f"serviceAccount:{account}" if account.endswith("gserviceaccount.com") else f"user:{account}"
         )

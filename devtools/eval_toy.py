@@ -1,7 +1,8 @@
-"""`make eval-toy`: the trained toy model on a local stack started here, scored by `dgemma eval` on
-the test split of its task (300 alerts; every read policy, both option orders).
+"""`make eval-toy` and `make calibrate-toy`: the trained toy model on a local stack started here,
+then `dgemma eval` (every read policy, both option orders) or `dgemma calibrate` (one policy) on the
+test split of its task (300 alerts).
 
-python -m devtools.eval_toy [--limit N] [--out reports/eval-toy] [extra `dgemma eval` flags]
+python -m devtools.eval_toy [eval|calibrate] [--out DIR] [extra flags of that command]
 """
 
 from __future__ import annotations
@@ -16,16 +17,24 @@ from rich.console import Console
 from deploy.cli import main as dgemma
 from devtools.stack import ROOT, local_stack
 
+DATA = ROOT / "evals" / "data" / "toy-alerts-test.jsonl"
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "eval-toy")
+    parser.add_argument("command", nargs="?", choices=("eval", "calibrate"), default="eval")
+    parser.add_argument(
+        "--out", type=Path, help="default: reports/eval-toy or reports/calibrate-toy/calibration.json"
+    )
     args, extra = parser.parse_known_args(argv)
+    reports = ROOT / "reports"
+    out = args.out or (
+        reports / "eval-toy" if args.command == "eval" else reports / "calibrate-toy" / "calibration.json"
+    )
     with ExitStack() as cleanup:
         with Console(stderr=True).status("starting the local stack on the toy model (about 45 s)"):
             stack = cleanup.enter_context(local_stack(ROOT / ".cache" / "eval-engine.log", model="toy"))
-        data = ROOT / "evals" / "data" / "toy-alerts-test.jsonl"
-        return dgemma(["eval", "--data", str(data), "--url", stack.url, "--out", str(args.out), *extra])
+        return dgemma([args.command, "--data", str(DATA), "--url", stack.url, "--out", str(out), *extra])
 
 
 if __name__ == "__main__":

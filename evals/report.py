@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evals.calibrate import Result
+from evals.metrics import Bin
 from evals.run import Report
 
 
@@ -41,30 +43,71 @@ def table(report: Report) -> Any:
     return t
 
 
+Curve = tuple[str, list[Bin]]  # a legend label and its reliability bins
+
+
 def reliability_diagram(report: Report, path: Path) -> None:
     """One panel per question: accuracy against confidence per bin, a line per read policy."""
+    panels: dict[str, list[Curve]] = {}
+    for r in report.rows:
+        panels.setdefault(r.question, []).append((f"{r.policy} (ECE {r.ece:.3f})", r.bins))
+    diagram(panels, f"Reliability: {report.model}, {report.items} items of {Path(report.data).name}", path)
+
+
+def calibration_diagram(result: Result, path: Path) -> None:
+    """One panel per question: the test split before and after its temperature."""
+    panels = {
+        f"{f.question} (T = {f.temperature:.2f})": [
+            (f"before (ECE {f.before['ece']:.3f})", f.bins_before),
+            (f"after (ECE {f.after['ece']:.3f})", f.bins_after),
+        ]
+        for f in result.figures
+    }
+    cal = result.calibration
+    title = f"Calibration: {cal.model}, test split ({cal.data['test_items']} items), {cal.read_policy.mode}"
+    diagram(panels, title, path)
+
+
+def diagram(panels: dict[str, list[Curve]], title: str, path: Path) -> None:
+    """Reliability panels side by side: accuracy against mean confidence per non-empty bin."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    questions = list(dict.fromkeys(r.question for r in report.rows))
-    fig, axes = plt.subplots(1, len(questions), figsize=(4.2 * len(questions), 4.2), squeeze=False)
-    for ax, question in zip(axes[0], questions, strict=True):
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False)
+    for ax, (panel, curves) in zip(axes[0], panels.items(), strict=True):
         ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="calibrated")
-        for r in (r for r in report.rows if r.question == question):
-            full = [b for b in r.bins if b.count]
-            ax.plot(
-                [b.confidence for b in full], [b.accuracy for b in full], marker="o",
-                label=f"{r.policy} (ECE {r.ece:.3f})",
-            )  # fmt: skip
-        ax.set_title(f"{question}")
+        for label, bins in curves:
+            full = [b for b in bins if b.count]
+            ax.plot([b.confidence for b in full], [b.accuracy for b in full], marker="o", label=label)
+        ax.set_title(panel)
         ax.set_xlabel("confidence (answer's probability)")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.02)
         ax.legend(loc="upper left", fontsize=8)
     axes[0][0].set_ylabel("accuracy")
-    fig.suptitle(f"Reliability: {report.model}, {report.items} items of {Path(report.data).name}")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def calibration_table(result: Result) -> Any:
+    from rich.table import Table
+
+    cal = result.calibration
+    t = Table(
+        title=f"{cal.model} under {cal.read_policy.mode}: fitted on {cal.data['dev_items']} dev items, "
+        f"measured on {cal.data['test_items']} test items ({result.seconds:.0f} s)"
+    )
+    for header in ("question", "fit", "T", "dev", "test", "accuracy", "ECE", "Brier", "NLL"):
+        t.add_column(header, justify="left" if header in ("question", "fit") else "right")
+    for f in result.figures:
+        b, a = f.before, f.after
+        t.add_row(
+            f"{f.question} ({f.kind})", f.scope, f"{f.temperature:.3f}", str(f.dev), str(f.test),
+            f"{a['accuracy']:.3f}", f"{b['ece']:.3f} -> {a['ece']:.3f}",
+            f"{b['brier']:.3f} -> {a['brier']:.3f}", f"{b['nll']:.3f} -> {a['nll']:.3f}",
+        )  # fmt: skip
+    return t

@@ -41,22 +41,23 @@ async def ask_all(
     client: httpx.AsyncClient,
     items: Sequence[Item],
     model: str,
-    policies: Sequence[str],
+    policies: Sequence[str | None],
     *,
+    orders: Sequence[str] = ORDERS,
     concurrency: int = 4,
     progress: Callable[[], None] = lambda: None,
-) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Responses keyed by (policy, order), in item order."""
+) -> dict[tuple[str | None, str], list[dict[str, Any]]]:
+    """Responses keyed by (policy, order), in item order; policy None is the deployment's default."""
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(item: Item, policy: str, order: str) -> dict[str, Any]:
+    async def one(item: Item, policy: str | None, order: str) -> dict[str, Any]:
         async with gate:
             body = item.body(model, policy, reverse=order == "reversed")
-            answer = await _post(client, body, f"line {item.line} ({policy}, {order} order)")
+            answer = await _post(client, body, f"line {item.line} ({policy or 'default'}, {order} order)")
         progress()
         return answer
 
-    jobs = [(p, o) for p in policies for o in ORDERS]
+    jobs = [(p, o) for p in policies for o in orders]
     results = await asyncio.gather(*(one(item, p, o) for p, o in jobs for item in items))
     n = len(items)
     return {job: results[i * n : (i + 1) * n] for i, job in enumerate(jobs)}
@@ -103,7 +104,9 @@ def probabilities(scored: Scored, answer: dict[str, Any], *, reversed_order: boo
 
 
 def reduce(
-    items: Sequence[Item], responses: dict[tuple[str, str], list[dict[str, Any]]], policies: Sequence[str]
+    items: Sequence[Item],
+    responses: dict[tuple[str | None, str], list[dict[str, Any]]],
+    policies: Sequence[str],
 ) -> list[Row]:
     """Per read policy and question: accuracy both ways, baseline, ECE, Brier, reads, flip rate."""
     scoring: dict[str, list[tuple[int, Scored]]] = defaultdict(list)  # question -> (item index, ...)

@@ -1,5 +1,5 @@
-# The service's identity: it may read its API-key secret and, when the checkpoint is not baked into
-# the image, the weights bucket. Nothing project-wide.
+# The service's identity: it may read its API-key secret, its calibration file when set and, when the
+# checkpoint is not baked into the image, the weights bucket. Nothing project-wide.
 resource "google_service_account" "runtime" {
   project      = var.project_id
   account_id   = "${var.service_name}-run"
@@ -9,6 +9,15 @@ resource "google_service_account" "runtime" {
 resource "google_secret_manager_secret_iam_member" "runtime_reads_api_keys" {
   project   = var.project_id
   secret_id = google_secret_manager_secret.api_keys.secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.runtime.email}"
+}
+
+resource "google_secret_manager_secret_iam_member" "runtime_reads_calibration" {
+  count = var.calibration == "" ? 0 : 1
+
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.calibration[0].secret_id
   role      = "roles/secretmanager.secretAccessor"
   member    = "serviceAccount:${google_service_account.runtime.email}"
 }

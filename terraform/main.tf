@@ -12,8 +12,11 @@ locals {
     gcs_fuse = { DGEMMA_WEIGHTS_MODE = "gcs_fuse", DGEMMA_WEIGHTS_URL = local.weights_url, DGEMMA_MODEL_DIR = "/mnt/weights" }
   }[var.weights_mode]
 
-  api_keys_dir = "/secrets/api-keys"
-  env = merge(local.weights_env, {
+  api_keys_dir    = "/secrets/api-keys"
+  calibration_dir = "/secrets/calibration"
+  env = merge(local.weights_env, var.calibration == "" ? {} : {
+    DGEMMA_CALIBRATION_FILE = "${local.calibration_dir}/calibration.json"
+    }, {
     DGEMMA_ENGINE_MAX_NUM_SEQS      = tostring(var.engine_max_num_seqs)
     DGEMMA_ENGINE_CANVAS            = tostring(var.engine_canvas)
     DGEMMA_ENGINE_PROMPT_TOKENS     = tostring(var.engine_prompt_tokens)

@@ -68,6 +68,14 @@ resource "google_cloud_run_v2_service" "gpu" {
         }
       }
 
+      dynamic "volume_mounts" {
+        for_each = var.calibration == "" ? [] : [1]
+        content {
+          name       = "calibration"
+          mount_path = local.calibration_dir
+        }
+      }
+
       # /readyz answers 200 once vLLM does; the window is the cold-start budget.
       startup_probe {
         initial_delay_seconds = 0
@@ -98,6 +106,20 @@ resource "google_cloud_run_v2_service" "gpu" {
         items {
           version = "latest"
           path    = "keys"
+        }
+      }
+    }
+
+    dynamic "volumes" {
+      for_each = var.calibration == "" ? [] : [1]
+      content {
+        name = "calibration"
+        secret {
+          secret = google_secret_manager_secret.calibration[0].secret_id
+          items {
+            version = google_secret_manager_secret_version.calibration[0].version
+            path    = "calibration.json"
+          }
         }
       }
     }
@@ -135,6 +157,7 @@ resource "google_cloud_run_v2_service" "gpu" {
   depends_on = [
     google_project_service.apis,
     google_secret_manager_secret_iam_member.runtime_reads_api_keys,
+    google_secret_manager_secret_iam_member.runtime_reads_calibration,
     google_storage_bucket_iam_member.runtime_reads_weights,
   ]
 }

@@ -261,6 +261,22 @@ variable "router_image" {
   }
 }
 
+variable "calibration" {
+  type        = string
+  description = "The gateway's calibration file (the JSON `dgemma calibrate` writes; not secret). Empty: answers carry the model's own probabilities. Set: stored as the secret SERVICE-calibration, mounted as a file named by DGEMMA_CALIBRATION_FILE; a change makes a new revision. The gateway refuses to start on a file fitted on another model or read policy."
+  default     = ""
+
+  validation {
+    condition     = length(var.calibration) <= 65536
+    error_message = "calibration must be at most 64 KiB (a Secret Manager version's limit)."
+  }
+
+  validation {
+    condition     = var.calibration == "" || can(jsondecode(var.calibration).format)
+    error_message = "calibration must be the JSON file `dgemma calibrate` writes (it has a \"format\")."
+  }
+}
+
 variable "alerts_policy" {
   type        = string
   description = "The router's policy (TOML content: questions, thresholds, teams, routes, sinks; not secret). Empty: the image's default policy (three example teams, pages printed to the log). Set: stored as the secret SERVICE-alerts-policy, mounted as a file; a change makes a new router revision."

@@ -67,10 +67,10 @@ class GatewayClient:
             return False
         return r.status_code == 200
 
-    async def answers(self, request: SystemOneRequest) -> dict[str, Any]:
-        """One Jev decision's answers (probabilities included), as JSON. Raises EngineUnavailable
-        when it cannot be had now, another GatewayError when the request or the router's
-        configuration is wrong."""
+    async def answers(self, request: SystemOneRequest) -> tuple[dict[str, Any], frozenset[str]]:
+        """One Jev decision's answers (probabilities included), as JSON, and the names of those the
+        gateway calibrated. Raises EngineUnavailable when it cannot be had now, another
+        GatewayError when the request or the router's configuration is wrong."""
         body = request.model_dump(mode="json", exclude_none=True)
         try:
             r = await self._http.post("/v1/systemone", json=body, headers=await self._headers())
@@ -86,7 +86,7 @@ class GatewayClient:
             except (ValueError, ValidationError) as e:
                 raise EngineBadAnswer(f"the decision service answered with an unexpected body: {e}") from e
             answers: dict[str, Any] = response.model_dump(mode="json")["answers"]
-            return answers
+            return answers, frozenset(name for name, d in response.diagnostics.items() if d.calibrated)
         detail = _detail(r)
         if r.status_code in _NOT_NOW:
             retry = r.headers.get("retry-after")

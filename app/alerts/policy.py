@@ -189,8 +189,12 @@ class Policy:
             }
         )
 
-    def decide(self, alert: Alert, answers: dict[str, Any]) -> Page:
-        """The action, route and severity for an alert's answers (the thresholds, the uncertain band)."""
+    def decide(
+        self, alert: Alert, answers: dict[str, Any], *, calibrated: frozenset[str] = frozenset()
+    ) -> Page:
+        """The action, route and severity for an alert's answers (the thresholds, the uncertain band).
+        `calibrated`: the questions whose probabilities the gateway scaled by its calibration file;
+        the reason says which thresholds met calibrated numbers."""
         t = self.spec.thresholds
         levels = self.spec.severity.levels
         p_page = float(answers["page"]["noul"])
@@ -214,10 +218,14 @@ class Policy:
             action, reason = "ticket", f"p(page) {p_page:.2f} in [{t.ticket}, {t.uncertain})"
         else:
             action, reason = "drop", f"p(page) {p_page:.2f} < {t.ticket}"
+        if "page" in calibrated:
+            reason += " (calibrated)"
         route = self.spec.teams[team].route
         if p_team < t.team_confidence and action != "drop":
             route, low_confidence = self.fallback_route, True
             reason += f"; team {team} only {p_team:.2f} < {t.team_confidence}: the fallback route"
+            if "team" in calibrated:
+                reason += " (calibrated)"
         return Page(
             alert=alert,
             action=action,
@@ -227,6 +235,7 @@ class Policy:
             low_confidence=low_confidence,
             answers=answers,
             reason=reason,
+            calibrated="page" in calibrated,
         )
 
     def fallback(self, alert: Alert, reason: str) -> Page:

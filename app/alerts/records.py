@@ -55,3 +55,4 @@ class Page:
     low_confidence: bool = False  # in the policy's uncertain band: paged rather than dropped
     answers: dict[str, Any] = field(default_factory=dict)  # the Jev answers, probabilities included
     reason: str = ""  # why this action (thresholds met, budget missed, service not ready...)
+    calibrated: bool = False  # p(page) was calibrated by the gateway (DGEMMA_CALIBRATION_FILE)

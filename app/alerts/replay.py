@@ -71,11 +71,11 @@ async def replay(
             return Row(alert, "resolve", "-", "-", {}, "resolved: the sinks that paged it get the resolution")
         async with gate:
             try:
-                answers = await gateway.answers(policy.request(alert))
+                answers, calibrated = await gateway.answers(policy.request(alert))
             except GatewayError as e:
                 page = policy.fallback(alert, str(e))
                 return Row(alert, "page (fallback)", page.route, page.severity, {}, page.reason)
-        page = policy.decide(alert, answers)
+        page = policy.decide(alert, answers, calibrated=calibrated)
         return Row(alert, page.action, page.route, page.severity, answers, page.reason)
 
     return list(await asyncio.gather(*(one(a) for a in alerts)))

@@ -164,7 +164,7 @@ class Router:
         async with gate:
             started = time.perf_counter()
             try:
-                answers = await asyncio.wait_for(
+                answers, calibrated = await asyncio.wait_for(
                     self.gateway.answers(self.policy.request(alert)), self.budget_s
                 )
             except (TimeoutError, EngineUnavailable) as e:
@@ -178,7 +178,7 @@ class Router:
                 log.error("classification refused for %s: %s", alert.key, e)
                 return await self._fallback(alert, f"classification refused: {e}", retry=False)
             self.metrics.decision_seconds.observe(time.perf_counter() - started)
-        page = self.policy.decide(alert, answers)
+        page = self.policy.decide(alert, answers, calibrated=calibrated)
         self.metrics.classified.labels(page.action).inc()
         self.ledger.remember(page)
         await self._deliver(page)
@@ -242,9 +242,9 @@ class Router:
         delay = self.retry_base_s
         try:
             while time.monotonic() < deadline:
-                answers = await self._try_classify(alert)
-                if answers is not None:
-                    await self._update(alert, answers)
+                answered = await self._try_classify(alert)
+                if answered is not None:
+                    await self._update(alert, answered)
                     return
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.retry_cap_s)
@@ -257,7 +257,7 @@ class Router:
         finally:
             self._later.pop(alert.key, None)
 
-    async def _try_classify(self, alert: Alert) -> dict[str, Any] | None:
+    async def _try_classify(self, alert: Alert) -> tuple[dict[str, Any], frozenset[str]] | None:
         if not await self.gateway.ready(timeout_s=30.0):  # also what starts a scaled-to-zero instance
             return None
         try:
@@ -266,9 +266,9 @@ class Router:
             log.info("classification of %s not yet: %s", alert.key, e)
             return None
 
-    async def _update(self, alert: Alert, answers: dict[str, Any]) -> None:
+    async def _update(self, alert: Alert, answered: tuple[dict[str, Any], frozenset[str]]) -> None:
         """The classification onto the fallback page's sinks (the same incident), retried until it lands."""
-        decided = self.policy.decide(alert, answers)
+        decided = self.policy.decide(alert, answered[0], calibrated=answered[1])
         # Still a page on the fallback route's sinks: an open incident is updated, never withdrawn.
         update = replace(
             decided,

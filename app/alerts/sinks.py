@@ -493,7 +493,7 @@ def page_document(page: Page) -> dict[str, Any]:
      "headline": str,                                        # markers + title + summary
      "page": {"action": "page"|"ticket"|"drop", "route": str,
               "severity": "critical"|"error"|"warning"|"info", "classified": bool,
-              "low_confidence": bool, "reason": str,
+              "low_confidence": bool, "calibrated": bool, "reason": str,
               "answers": {question: Jev answer, probabilities included}},
      "alert": {"source", "key", "status", "title", "summary", "labels": {str: str},
                "annotations": {str: str}, "started_at": ISO 8601 | null, "url": str | null}}
@@ -516,6 +516,7 @@ def _page_fields(page: Page) -> dict[str, Any]:
         "severity": page.severity,
         "classified": page.classified,
         "low_confidence": page.low_confidence,
+        "calibrated": page.calibrated,
         "reason": page.reason,
         "answers": page.answers,
     }

@@ -1,5 +1,5 @@
-"""Temperature scaling of label probabilities: the math the gateway applies and `dgemma calibrate`
-fits (issue 11, in progress: the fit and its application; the file, the command and serving come next).
+"""Temperature scaling of label probabilities: the math `dgemma calibrate` fits and the gateway
+applies (the file that carries the temperatures: calibration_file.py).
 
 A reading's probabilities are a softmax over the labels' log-probabilities, so scaling those by 1/T
 is `p_i ** (1/T)` renormalised: T > 1 softens an over-confident model, T < 1 sharpens it, T = 1

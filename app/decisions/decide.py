@@ -12,6 +12,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.decisions.calibration import scaled
+from app.decisions.calibration_file import Calibration
 from app.decisions.plan import (
     ChunkResult,
     Hierarchy,
@@ -76,12 +78,27 @@ class Plan:
 
 class Decider:
     def __init__(
-        self, engine: Engine, *, max_options: int, max_questions_per_call: int, max_reads: int
+        self,
+        engine: Engine,
+        *,
+        max_options: int,
+        max_questions_per_call: int,
+        max_reads: int,
+        calibration: Calibration | None = None,
     ) -> None:
         self.engine = engine
         self.max_options = max_options
         self.per_call = max_questions_per_call
         self.max_reads = max_reads
+        self.calibration = calibration
+
+    def temperatures(self, plan: Plan) -> list[float | None]:
+        """Each question's calibration temperature: none unless a file is served and the request
+        is read under the policy it was fitted under (another policy's answers were not fitted)."""
+        cal = self.calibration
+        if cal is None or plan.policy != cal.read_policy:
+            return [None] * len(plan.specs)
+        return [cal.temperature(spec.name, spec.kind) for spec in plan.specs]
 
     def plan(self, request: SystemOneRequest, policy: ReadPolicy) -> Plan:
         """What to read; raises Unsupported or InvalidRequest before any read is made."""
@@ -110,6 +127,7 @@ class Decider:
 
     async def decide(self, plan: Plan) -> Decision:
         specs, state, policy = plan.specs, plan.state, plan.policy
+        temps = self.temperatures(plan)
         # Counting the state's tokens runs beside the first reads, so it adds no latency.
         state_tokens = asyncio.create_task(self.engine.count_tokens(state))
         try:
@@ -119,7 +137,10 @@ class Decider:
                 (i, k) for i in readable for k in range(policy.first_orders(specs[i].max_orders()))
             ]
             readings = await self._readings(specs, state, first, usage, policy)
-            first_entropy = {i: normalized_entropy(readings[(i, 0)].probs) for i in readable}
+            # Re-read decisions see calibrated probabilities, as the answers do.
+            first_entropy = {
+                i: normalized_entropy(_calibrated(readings[(i, 0)].probs, temps[i])) for i in readable
+            }
             extra: list[Job] = [
                 (i, k)
                 for i in readable
@@ -140,11 +161,16 @@ class Decider:
         for i, spec in enumerate(specs):
             if i not in by_spec:  # a one-level score: nothing to read
                 answers[spec.name] = _answer(spec, combine([[1.0]], [1.0]))
-                diagnostics[spec.name] = {"reads": 0, "engine_reads": 0, "confidence": 1.0}
+                diagnostics[spec.name] = {
+                    "reads": 0,
+                    "engine_reads": 0,
+                    "confidence": 1.0,
+                    "calibrated": False,
+                }
                 engine_reads[spec.name] = 0
                 continue
             rs = by_spec[i]
-            combined = combine([r.probs for r in rs], [r.label_mass for r in rs])
+            combined = combine([r.probs for r in rs], [r.label_mass for r in rs], temps[i])
             answers[spec.name] = _answer(spec, combined)
             engine_reads[spec.name] = sum(r.engine_reads for r in rs)
             diagnostics[spec.name] = {
@@ -156,7 +182,10 @@ class Decider:
                 "agreement": combined.agreement,
                 "label_mass": combined.label_mass,
                 "confidence": combined.confidence,
+                "calibrated": temps[i] is not None,
             }
+            if temps[i] is not None:
+                diagnostics[spec.name]["temperature"] = temps[i]
         return Decision(answers, usage.total(), diagnostics, engine_reads)
 
     async def _readings(
@@ -228,6 +257,10 @@ class Decider:
             except (KeyError, TypeError, ValueError) as e:
                 raise EngineBadAnswer(f"The engine's answer lacks an expected field ({e!r}).") from e
         return out
+
+
+def _calibrated(probs: list[float], temperature: float | None) -> list[float]:
+    return probs if temperature is None else scaled(probs, temperature)
 
 
 def _answer(spec: Spec, c: Combined) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.decisions.calibration import scaled
+
 ReadPolicyName = Literal["single", "adaptive", "debias"]
 
 
@@ -80,13 +82,18 @@ class Combined:
         return min(1.0, self.probs[self.top] * self.label_mass)
 
 
-def combine(readings: list[list[float]], label_masses: list[float]) -> Combined:
-    """Average readings (each a distribution in request order) into one answer with diagnostics."""
+def combine(
+    readings: list[list[float]], label_masses: list[float], temperature: float | None = None
+) -> Combined:
+    """Average readings (each a distribution in request order) into one answer with diagnostics;
+    with a temperature, the average is calibrated (scaling keeps the answer: it keeps the order)."""
     k = len(readings)
     n = len(readings[0])
     mean = [sum(r[i] for r in readings) / k for i in range(n)]
     total = sum(mean)
     mean = [p / total for p in mean]  # removes float drift so the answer sums to 1
+    if temperature is not None:
+        mean = scaled(mean, temperature)
     top = argmax(mean)
     tops = [r[top] for r in readings]
     stderr = statistics.stdev(tops) / math.sqrt(k) if k > 1 else None

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Protocol, cast
 
 NAMES = (
-    *("dev", "run", "serve", "model", "toy", "fit", "weights", "quantize", "loadtest", "eval"),
+    *("dev", "run", "serve", "model", "toy", "fit", "weights", "quantize", "loadtest", "eval", "calibrate"),
     *("deploy", "destroy", "keys", "alerts"),
 )
 

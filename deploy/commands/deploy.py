@@ -38,6 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     service.add_argument("--max-instances", type=int, default=1, help="at most this many L4s at once")
     service.add_argument("--l4-quota", type=int, default=3, help="the project's L4 quota in the region")
     service.add_argument("--cold-start-budget", type=int, default=900, help="seconds to ready (<= 1800)")
+    service.add_argument(
+        "--calibration",
+        type=Path,
+        help="a `dgemma calibrate` file for the gateway to serve by (README, Calibration)",
+    )
     alerts = parser.add_argument_group("alert router")
     alerts.add_argument("--alerts-policy", type=Path, help="its routing policy (TOML); default: the image's")
     alerts.add_argument(
@@ -83,6 +88,7 @@ def config(args: argparse.Namespace) -> object:
         id_token=getattr(args, "id_token", "auto"),
         allow_dirty=getattr(args, "allow_dirty", False),
         alerts_policy=getattr(args, "alerts_policy", None),
+        calibration=getattr(args, "calibration", None),
         alerts_sinks=tuple(getattr(args, "alerts_sink", ())),
         engine=load(EngineSettings),
     )

@@ -23,6 +23,8 @@ from app.alerts.policy import Policy
 from app.alerts.records import Alert, Page
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import SinkError
+from app.decisions.calibration_file import Calibration, Fit
+from app.decisions.policy import ReadPolicy
 from app.errors import EngineUnavailable
 from app.main import create_app
 from tests.helpers import ScriptedEngine, gateway_settings
@@ -141,7 +143,7 @@ class CountingGateway(GatewayClient):
 
     in_flight = peak = 0
 
-    async def answers(self, request: Any) -> dict[str, Any]:
+    async def answers(self, request: Any) -> tuple[dict[str, Any], frozenset[str]]:
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         try:
@@ -195,10 +197,15 @@ async def make_stack(tmp_path: Path) -> AsyncIterator[StackFactory]:
     policy_file.write_text(POLICY)
 
     def make(
-        *, gateway_keys: str | None = None, gateway_class: type = GatewayClient, **overrides: Any
+        *,
+        gateway_keys: str | None = None,
+        gateway_class: type = GatewayClient,
+        gateway_overrides: dict[str, Any] | None = None,
+        **overrides: Any,
     ) -> Stack:
         engine = Verdicts()
         gw_overrides = {"api_keys": gateway_keys, "allow_any_key": False} if gateway_keys else {}
+        gw_overrides.update(gateway_overrides or {})
         gateway_app = create_app(gateway_settings(**gw_overrides), engine=engine)
         gateway = gateway_class(
             "http://gateway", api_key="router-key", transport=httpx.ASGITransport(app=gateway_app)
@@ -227,6 +234,32 @@ async def make_stack(tmp_path: Path) -> AsyncIterator[StackFactory]:
         await stack.router.aclose()
         await stack.client.aclose()
         await stack.router.gateway.aclose()
+
+
+async def test_the_thresholds_meet_the_gateways_calibrated_probabilities(
+    make_stack: StackFactory, tmp_path: Path
+) -> None:
+    """p(page) 0.6 is in the uncertain band raw; a gateway serving T = 0.4 for nouls reads it as
+    0.6^2.5 / (0.6^2.5 + 0.4^2.5) = 0.734, above the page threshold (0.7), and the page says so."""
+    cal = Calibration(
+        model="dgemma",
+        read_policy=ReadPolicy(),  # the gateway's default, which the router asks under
+        by_name={},
+        by_type={"noul": Fit(type="noul", temperature=0.4, samples=99, nll_before=1, nll_after=1)},
+        data={"path": "test"},
+    )
+    path = tmp_path / "calibration.json"
+    path.write_text(cal.model_dump_json())
+    raw, calibrated = make_stack(), make_stack(gateway_overrides={"calibration_file": path})
+    for stack in (raw, calibrated):
+        stack.engine.verdicts["DiskFull"] = (0.6, 0.95, "warning")
+        assert (await stack.fire(("DiskFull", "f1"))).status_code == 200
+    before, after = raw.pages("db-pager")[0], calibrated.pages("db-pager")[0]
+    assert before.low_confidence and not before.calibrated and "(calibrated)" not in before.reason
+    assert before.answers["page"]["noul"] == pytest.approx(0.6, abs=1e-6)
+    assert after.answers["page"]["noul"] == pytest.approx(0.6**2.5 / (0.6**2.5 + 0.4**2.5), abs=1e-6)
+    assert not after.low_confidence and after.calibrated
+    assert after.reason == "p(page) 0.73 >= 0.7 (calibrated)"
 
 
 async def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> None:

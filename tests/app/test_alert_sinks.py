@@ -393,6 +393,7 @@ async def test_webhook_body_and_bearer_token(
             "severity": "critical",
             "classified": False,
             "low_confidence": False,
+            "calibrated": False,
             "reason": "gateway unavailable",
             "answers": {},
         },

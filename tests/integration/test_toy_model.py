@@ -9,17 +9,24 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from app.decisions.calibration import scaled
+from app.decisions.calibration_file import Calibration
+from app.decisions.policy import ReadPolicy
+from app.main import create_app
 from deploy.devstack import TOY_DIR, TOY_MODEL
 from deploy.devstack import toy_task as toy_task_module
 from deploy.settings import EngineSettings
 from devtools.stack import LocalStack, local_stack
+from tests.helpers import gateway_settings, serving
 
 pytestmark = pytest.mark.engine
 ROOT = Path(__file__).resolve().parents[2]
+TOY_TEST = ROOT / "evals/data/toy-alerts-test.jsonl"
 toy_task = toy_task_module()
 
 
@@ -121,6 +128,45 @@ def test_eval_scores_the_toy_through_the_gateway(toy: LocalStack, tmp_path: Path
     assert rows[("debias", "team")]["accuracy"] == rows[("debias", "team")]["accuracy_reversed"]
     assert (out / "reliability.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "team (choice)" in done.stdout
+
+
+def test_calibrate_fits_the_toy_and_a_gateway_serves_the_file(toy: LocalStack, tmp_path: Path) -> None:
+    """`dgemma calibrate` on the real engine, then a gateway of the same code serving its file over the
+    same engine: the served probabilities are the raw ones at the fitted temperatures."""
+    out = tmp_path / "calibration.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "calibrate", "--data", str(TOY_TEST),
+         "--url", toy.url, "--limit", "40", "--policy", "single", "--min-samples", "15", "--out", str(out)],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    single = ReadPolicy(mode="single")
+    cal = Calibration.load(out, served_model=TOY_MODEL, read_policy=single)
+    assert cal.data["items"] == 40 and set(cal.by_type) == {"noul", "choice", "score"}
+    for row in cal.test:  # measured on the test split only, answers unchanged by scaling
+        assert row["test"] == cal.data["test_items"]
+        assert row["before"]["accuracy"] == row["after"]["accuracy"]  # type: ignore[index]
+    items = [json.loads(line)["request"] for line in TOY_TEST.open()][:4]
+    settings = {"engine_url": toy.engine_url, "served_model": TOY_MODEL, "mode": "single"}
+    with (
+        serving(create_app(gateway_settings(**settings))) as raw,
+        serving(create_app(gateway_settings(**settings, calibration_file=out))) as calibrated,
+    ):
+        for request in items:
+            body = {**request, "model": TOY_MODEL}
+            before = httpx.post(f"{raw}/v1/systemone", json=body, timeout=120).json()
+            after = httpx.post(f"{calibrated}/v1/systemone", json=body, timeout=120).json()
+            for name, answer in after["answers"].items():
+                kind = answer["type"]
+                t = cal.temperature(name, kind)
+                assert t is not None and after["diagnostics"][name]["temperature"] == t
+                assert _probs(answer) == pytest.approx(scaled(_probs(before["answers"][name]), t), abs=1e-6)
+
+
+def _probs(answer: dict[str, Any]) -> list[float]:
+    if answer["type"] == "noul":
+        return [answer["noul"], 1 - answer["noul"]]
+    return list(answer["probabilities"].values())
 
 
 def test_eval_refuses_bad_data_before_asking(toy: LocalStack, tmp_path: Path) -> None:

@@ -15,9 +15,20 @@ import pytest
 
 from app.alerts.policy import Policy
 from app.alerts.settings import AlertRouterSettings
-from app.config import env_names, load
+from app.config import ConfigError, env_names, load
+from app.decisions.calibration_file import Calibration
+from app.decisions.policy import ReadPolicy
 from app.settings import GatewaySettings
-from deploy.cloud import L4_REGIONS, OUTPUTS, SENDERS, DeployConfig, check_alerts_policy
+from deploy.cloud import (
+    L4_REGIONS,
+    OUTPUTS,
+    SENDERS,
+    DeployConfig,
+    check_alerts_policy,
+    check_calibration,
+    image_served_model,
+    tfvars,
+)
 from deploy.coldstart import total
 from deploy.fit import WEIGHTS_MODES
 from deploy.settings import EngineSettings, SupervisorSettings
@@ -113,6 +124,9 @@ def test_every_variable_is_typed_and_described_and_every_output_described() -> N
         ({"router_memory": "8Gi"}, "between 512Mi and 4Gi per vCPU"),  # 1 vCPU: at most 4Gi
         ({"router_memory": "1G"}, "router_memory must be written like 512Mi or 2Gi"),
         ({"alerts_policy": "x" * 65537}, "alerts_policy must be at most 64 KiB"),
+        ({"calibration": "x" * 65537}, "calibration must be at most 64 KiB"),
+        ({"calibration": "temperature = 2"}, "calibration must be the JSON file `dgemma calibrate` writes"),
+        ({"calibration": "{}"}, "calibration must be the JSON file `dgemma calibrate` writes"),
     ],
 )
 def test_validation_blocks_refuse_bad_values(tmp_path: Path, override: dict[str, Any], message: str) -> None:
@@ -262,10 +276,14 @@ def test_only_the_router_is_public_and_no_secret_value_enters_the_state() -> Non
         for kind, name, body in _resources(path)
         if kind == "google_secret_manager_secret_version"
     ]
-    assert [(n, b["secret_data"]) for _, n, b in versions] == [("alerts_policy", "${var.alerts_policy}")]
+    assert [(n, b["secret_data"]) for _, n, b in versions] == [
+        ("alerts_policy", "${var.alerts_policy}"),
+        ("calibration", "${var.calibration}"),
+    ]
     assert versions[0][2]["secret"] == '${google_secret_manager_secret.alerts["policy"].id}'
+    assert versions[1][2]["secret"] == "${google_secret_manager_secret.calibration[0].id}"
     text = _all_text()
-    assert text.count("secret_data") == 1
+    assert text.count("secret_data") == 2
     assert not re.search(r"DGEMMA_API_KEYS\s*=", text), "keys come from the mounted secret file only"
     secret_env = r"DGEMMA_ALERTS_((ALERTMANAGER|GRAFANA|CLOUD_MONITORING)_(TOKEN|BASIC)|GATEWAY_API_KEY)\s*="
     assert not re.search(secret_env, text), "the senders' tokens and the gateway's key come from secrets"
@@ -442,6 +460,45 @@ def test_sink_secrets_are_mounted_where_a_policy_reads_them(tmp_path: Path) -> N
     check_alerts_policy(example)
 
 
+def test_a_calibration_file_is_mounted_where_the_gateway_reads_it(tmp_path: Path) -> None:
+    """Set: DGEMMA_CALIBRATION_FILE names the mounted file, the volume pins the version Terraform
+    wrote. Unset: neither. `dgemma deploy` checks the file against what the image will serve."""
+    cal = Calibration(
+        model=image_served_model(), read_policy=ReadPolicy(), by_name={}, by_type={}, data={"path": "x"}
+    )
+    got = terraform_eval(
+        tmp_path,
+        {"env": "local.env", "dir": "local.calibration_dir"},
+        {**BASE, "calibration": cal.model_dump_json()},
+    )
+    assert isinstance(got, dict), got
+    assert got["env"]["DGEMMA_CALIBRATION_FILE"] == f"{got['dir']}/calibration.json"
+    unset = terraform_eval(tmp_path, {"env": "local.env"}, BASE)
+    assert isinstance(unset, dict) and "DGEMMA_CALIBRATION_FILE" not in unset["env"]
+    service = _service()
+    container = service["template"][0]["containers"][0]
+    mounts = [m["volume_mounts"]["content"][0] for m in container["dynamic"] if "volume_mounts" in m]
+    assert {"name": "calibration", "mount_path": "${local.calibration_dir}"} in mounts
+    volumes = [v["volumes"] for v in service["template"][0]["dynamic"] if "volumes" in v]
+    (volume,) = [v for v in volumes if v["content"][0]["name"] == "calibration"]
+    assert volume["for_each"] == '${var.calibration == "" ? [] : [1]}'
+    assert volume["content"][0]["secret"][0]["items"][0] == {
+        "version": "${google_secret_manager_secret_version.calibration[0].version}",
+        "path": "calibration.json",
+    }
+    assert "google_secret_manager_secret_iam_member.runtime_reads_calibration" in str(service["depends_on"])
+    good = tmp_path / "calibration.json"
+    good.write_text(cal.model_dump_json())
+    check_calibration(DeployConfig(BASE["project_id"], BASE["region"], calibration=good))
+    other = tmp_path / "other.json"
+    other.write_text(cal.model_copy(update={"model": "dgemma-toy-alerts"}).model_dump_json())
+    with pytest.raises(ConfigError, match="fitted on model 'dgemma-toy-alerts'; this gateway serves"):
+        check_calibration(DeployConfig(BASE["project_id"], BASE["region"], calibration=other))
+    assert tfvars(DeployConfig(BASE["project_id"], BASE["region"], calibration=good), "baked")[
+        "calibration"
+    ] == (good.read_text())
+
+
 def test_least_privilege_for_the_runtime_identity() -> None:
     iam = _resources(TERRAFORM / "iam.tf")
     runtime_grants = [
@@ -455,8 +512,16 @@ def test_least_privilege_for_the_runtime_identity() -> None:
             "runtime_reads_api_keys",
             "roles/secretmanager.secretAccessor",
         ),
+        (
+            "google_secret_manager_secret_iam_member",
+            "runtime_reads_calibration",
+            "roles/secretmanager.secretAccessor",
+        ),
         ("google_storage_bucket_iam_member", "runtime_reads_weights", "roles/storage.objectViewer"),
     ]
+    calibration_grant = next(body for _, name, body in iam if name == "runtime_reads_calibration")
+    assert calibration_grant["count"] == '${var.calibration == "" ? 0 : 1}'  # only when a file is set
+    assert calibration_grant["secret_id"] == "${google_secret_manager_secret.calibration[0].secret_id}"
     weights_grant = next(body for _, name, body in iam if name == "runtime_reads_weights")
     assert weights_grant["count"] == "${local.runtime_reads_weights ? 1 : 0}"  # not when baked
 

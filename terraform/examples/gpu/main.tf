@@ -43,6 +43,9 @@ module "dgemma" {
   invokers = [var.operator]
   labels   = { team = "sre" }
 
+  # Calibrated probabilities (README, Calibration): the file `dgemma calibrate` wrote for this model.
+  # calibration = file("${path.module}/calibration.json")
+
   # The alert router: pages to PagerDuty, tickets to Slack. Add each sink's value once, out of band:
   #   printf %s KEY | gcloud secrets versions add dgemma-alerts-sink-pagerduty --data-file=-
   router_image             = var.router_image
