@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from deploy.auth import MODES
+from deploy.commands import labelled
 
 NAME = "calibrate"
 HELP = "fit temperature scaling on labelled JSONL through a deployment: calibration.json + before/after"
@@ -14,8 +14,7 @@ REQUIRES: tuple[str, ...] = ("matplotlib",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", type=Path, required=True, help="labelled JSONL (README, Eval)")
-    parser.add_argument("--url", required=True, help="gateway base URL, started without a calibration file")
+    labelled.add_arguments(parser)
     parser.add_argument(
         "--out", type=Path, default=Path("calibration.json"), help="the calibration file to write"
     )
@@ -36,42 +35,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=50,
         help="dev answers a question name needs for its own temperature (default: 50)",
     )
-    parser.add_argument("--limit", type=int, help="only the first N items")
-    parser.add_argument("--model", help="model name to ask for (default: the first of /v1/models)")
-    parser.add_argument("--concurrency", type=int, default=4, help="decisions in flight (default: 4)")
-    parser.add_argument(
-        "--id-token",
-        choices=MODES,
-        default="off",
-        help="also send a Google ID token (a private Cloud Run service)",
-    )
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from app.config import ConfigError, load
-    from app.identity import audience_of
-    from deploy.auth import id_tokens
+    from app.config import ConfigError
     from evals import data, report
     from evals.calibrate import calibrate
-    from evals.settings import EvalSettings
 
-    if (args.limit is not None and args.limit < 1) or args.concurrency < 1 or args.min_samples < 1:
-        raise ConfigError("--limit, --concurrency and --min-samples must be at least 1")
     if not 0.0 < args.dev_share < 1.0:
         raise ConfigError("--dev-share must be between 0 and 1 (both splits need items)")
-    settings = load(EvalSettings)
-    headers = {"Authorization": f"Bearer {settings.api_key()}"}
-    if args.id_token != "off":
-        headers = id_tokens(args.id_token).headers(audience_of(args.url), settings.api_key())
+    if args.min_samples < 1:
+        raise ConfigError("--min-samples must be at least 1")
+    headers = labelled.headers(args)
     items = data.load(args.data, args.limit)
     result = calibrate(
         args.url.rstrip("/"), items, data=args.data, headers=headers, policy=args.policy,
         model=args.model, dev_share=args.dev_share, min_samples=args.min_samples,
         concurrency=args.concurrency,
     )  # fmt: skip
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    console = Console(width=None if sys.stdout.isatty() else 120)  # a log keeps every column
     console.print(report.calibration_table(result))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(result.calibration.model_dump_json(indent=1) + "\n")
