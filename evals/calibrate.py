@@ -136,7 +136,9 @@ def figures(all_answers: Sequence[Answer], calibration: Calibration) -> list[Fig
             Figures(
                 question=name,
                 kind=kind,
-                scope="name" if name in calibration.by_name else "type",
+                scope="name"
+                if name in calibration.by_name and calibration.by_name[name].type == kind
+                else "type",
                 temperature=t,
                 dev=len(group) - len(test),
                 test=len(test),

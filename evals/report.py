@@ -69,7 +69,8 @@ def calibration_diagram(result: Result, path: Path) -> None:
 
 
 def diagram(panels: dict[str, list[Curve]], title: str, path: Path) -> None:
-    """Reliability panels side by side: accuracy against mean confidence per non-empty bin."""
+    """Reliability panels side by side: accuracy against mean confidence per non-empty bin, each
+    bin's marker sized by (and labelled with) its count."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -80,7 +81,16 @@ def diagram(panels: dict[str, list[Curve]], title: str, path: Path) -> None:
         ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="calibrated")
         for label, bins in curves:
             full = [b for b in bins if b.count]
-            ax.plot([b.confidence for b in full], [b.accuracy for b in full], marker="o", label=label)
+            xs, ys = [b.confidence for b in full], [b.accuracy for b in full]
+            (line,) = ax.plot(xs, ys, label=label)
+            # A bin's weight in the ECE is its count: the area of its marker, its number beside it.
+            total = sum(b.count for b in full)
+            ax.scatter(xs, ys, s=[12 + 240 * b.count / total for b in full], color=line.get_color(), zorder=3)
+            for b in full:
+                ax.annotate(
+                    str(b.count), (b.confidence, b.accuracy), textcoords="offset points", xytext=(5, -9),
+                    fontsize=7, color=line.get_color(),
+                )  # fmt: skip
         ax.set_title(panel)
         ax.set_xlabel("confidence (answer's probability)")
         ax.set_xlim(0, 1)
