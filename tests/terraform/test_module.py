@@ -27,6 +27,7 @@ from deploy.cloud import (
     check_alerts_policy,
     check_calibration,
     image_served_model,
+    revision_suffix,
     tfvars,
 )
 from deploy.coldstart import total
@@ -494,9 +495,12 @@ def test_a_calibration_file_is_mounted_where_the_gateway_reads_it(tmp_path: Path
     other.write_text(cal.model_copy(update={"model": "dgemma-toy-alerts"}).model_dump_json())
     with pytest.raises(ConfigError, match="fitted on model 'dgemma-toy-alerts'; this gateway serves"):
         check_calibration(DeployConfig(BASE["project_id"], BASE["region"], calibration=other))
-    assert tfvars(DeployConfig(BASE["project_id"], BASE["region"], calibration=good), "baked")[
-        "calibration"
-    ] == (good.read_text())
+    with_file = tfvars(DeployConfig(BASE["project_id"], BASE["region"], calibration=good), "baked")
+    assert with_file["calibration"] == good.read_text()
+    # Another file is another revision, gated like any other (the suffix hashes every variable).
+    with_other = {**with_file, "calibration": other.read_text()}
+    without = {**with_file, "calibration": ""}
+    assert len({revision_suffix("abcdef0123", v) for v in (with_file, with_other, without)}) == 3
 
 
 def test_least_privilege_for_the_runtime_identity() -> None:
