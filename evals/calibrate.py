@@ -9,7 +9,6 @@ names with fewer answers and for questions the data never asked.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import hashlib
 import json
@@ -19,15 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from app.decisions.calibration import fit_temperature, nll, scaled
 from app.decisions.calibration_file import Calibration, Fit, Kind
 from app.decisions.policy import ReadPolicy
 from evals.data import Item
 from evals.errors import EvalDataError, EvalError
 from evals.metrics import Bin, Outcome, accuracy, brier, ece, reliability
-from evals.run import ask_all, probabilities, served_model
+from evals.run import ask, probabilities
 
 DEV_SHARE = 0.5
 MIN_SAMPLES = 50
@@ -173,23 +170,9 @@ def calibrate(
 ) -> Result:
     """Ask every item once (options as written) under `policy` (None: the deployment's default),
     fit on the dev split, measure on the test split. Progress on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    async def ask() -> tuple[list[dict[str, Any]], float]:
-        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout_s) as client:
-            served = model or await served_model(client)
-            columns = (TextColumn("calibrate"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-            with Progress(*columns, transient=True) as bar:
-                task = bar.add_task("calibrate", total=len(items))
-                loop = asyncio.get_running_loop()
-                started = loop.time()
-                got = await ask_all(
-                    client, items, served, [policy], orders=("canonical",), concurrency=concurrency,
-                    progress=lambda: bar.advance(task),
-                )  # fmt: skip
-                return got[(policy, "canonical")], loop.time() - started
-
-    responses, seconds = asyncio.run(ask())
+    asked = ask(url, items, [policy], ("canonical",), "calibrate", headers=headers, model=model,
+                concurrency=concurrency, timeout_s=timeout_s)  # fmt: skip
+    responses = asked.responses[(policy, "canonical")]
     policies = {json.dumps(r["read_policy"], sort_keys=True) for r in responses}
     if len(policies) != 1:
         raise EvalError(
@@ -216,7 +199,7 @@ def calibrate(
     )
     result = figures(all_answers, calibration)
     calibration = calibration.model_copy(update={"test": [_summary(f) for f in result]})
-    return Result(calibration, result, round(seconds, 1))
+    return Result(calibration, result, asked.seconds)
 
 
 def _summary(f: Figures) -> dict[str, object]:

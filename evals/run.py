@@ -174,22 +174,47 @@ def evaluate(
     timeout_s: float = 300.0,
 ) -> Report:
     """Every item under every policy, both option orders, with a progress bar on stderr."""
+    asked = ask(url, items, policies, ORDERS, "eval", headers=headers, model=model,
+                concurrency=concurrency, timeout_s=timeout_s)  # fmt: skip
+    rows = reduce(items, asked.responses, policies)
+    return Report(asked.model, url, data, len(items), asked.seconds, rows)
+
+
+@dataclass(frozen=True)
+class Asked:
+    model: str  # the model name asked for
+    responses: dict[tuple[str | None, str], list[dict[str, Any]]]  # as ask_all returns them
+    seconds: float
+
+
+def ask(
+    url: str,
+    items: Sequence[Item],
+    policies: Sequence[str | None],
+    orders: Sequence[str],
+    label: str,
+    *,
+    headers: dict[str, str],
+    model: str | None,
+    concurrency: int,
+    timeout_s: float,
+) -> Asked:
+    """`ask_all` against `url` (the served model unless `model`), with a progress bar on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    async def go() -> Report:
+    async def go() -> Asked:
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout_s) as client:
             served = model or await served_model(client)
-            columns = (TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+            columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
             with Progress(*columns, transient=True) as bar:
-                task = bar.add_task("eval", total=len(items) * len(policies) * len(ORDERS))
+                task = bar.add_task(label, total=len(items) * len(policies) * len(orders))
                 loop = asyncio.get_running_loop()
                 started = loop.time()
                 responses = await ask_all(
-                    client, items, served, policies, concurrency=concurrency,
+                    client, items, served, policies, orders=orders, concurrency=concurrency,
                     progress=lambda: bar.advance(task),
                 )  # fmt: skip
-                seconds = loop.time() - started
-        return Report(served, url, data, len(items), round(seconds, 1), reduce(items, responses, policies))
+                return Asked(served, responses, round(loop.time() - started, 1))
 
     return asyncio.run(go())
 

@@ -46,6 +46,13 @@ def gateway_settings(**overrides: Any) -> GatewaySettings:
     return GatewaySettings(**values)
 
 
+def answer_probs(answer: dict[str, Any]) -> list[float]:
+    """A Jev answer's probabilities in its own order (a noul's as [yes, no])."""
+    if answer["type"] == "noul":
+        return [answer["noul"], 1 - answer["noul"]]
+    return list(answer["probabilities"].values())
+
+
 class ScriptedEngine:
     """A stand-in of `app.engine.EngineClient` for in-process tests of the gateway's own
     orchestration (plans, error contract, admission, cancellation). Its probabilities are a

@@ -20,7 +20,7 @@ from app.decisions.calibration_file import Calibration, Fit
 from app.decisions.policy import ReadPolicy
 from app.main import create_app
 from deploy.cli import main
-from tests.helpers import AppFactory, ScriptedEngine, gateway_settings, serving
+from tests.helpers import AppFactory, ScriptedEngine, answer_probs, gateway_settings, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY_TEST = ROOT / "evals" / "data" / "toy-alerts-test.jsonl"
@@ -53,12 +53,6 @@ def _write(path: Path, policy: ReadPolicy, **temperatures: float) -> Path:
     return path
 
 
-def _probs(answer: dict[str, Any]) -> list[float]:
-    if answer["type"] == "noul":
-        return [answer["noul"], 1 - answer["noul"]]
-    return list(answer["probabilities"].values())
-
-
 async def test_answers_read_under_the_files_policy_are_scaled_by_their_temperature(
     make_app: AppFactory, tmp_path: Path
 ) -> None:
@@ -68,7 +62,9 @@ async def test_answers_read_under_the_files_policy_are_scaled_by_their_temperatu
     before = (await raw.post("/v1/systemone", json=BODY)).json()
     after = (await calibrated.post("/v1/systemone", json=BODY)).json()
     for name, t in (("page", 2.0), ("team", 3.0), ("owner", 0.5)):  # team: its own fit; owner: the type's
-        assert _probs(after["answers"][name]) == pytest.approx(scaled(_probs(before["answers"][name]), t))
+        assert answer_probs(after["answers"][name]) == pytest.approx(
+            scaled(answer_probs(before["answers"][name]), t)
+        )
         assert after["diagnostics"][name]["calibrated"] is True
         assert after["diagnostics"][name]["temperature"] == t
         assert before["diagnostics"][name]["calibrated"] is False

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -22,7 +21,7 @@ from deploy.devstack import TOY_DIR, TOY_MODEL
 from deploy.devstack import toy_task as toy_task_module
 from deploy.settings import EngineSettings
 from devtools.stack import LocalStack, local_stack
-from tests.helpers import gateway_settings, serving
+from tests.helpers import answer_probs, gateway_settings, serving
 
 pytestmark = pytest.mark.engine
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,13 +159,9 @@ def test_calibrate_fits_the_toy_and_a_gateway_serves_the_file(toy: LocalStack, t
                 kind = answer["type"]
                 t = cal.temperature(name, kind)
                 assert t is not None and after["diagnostics"][name]["temperature"] == t
-                assert _probs(answer) == pytest.approx(scaled(_probs(before["answers"][name]), t), abs=1e-6)
-
-
-def _probs(answer: dict[str, Any]) -> list[float]:
-    if answer["type"] == "noul":
-        return [answer["noul"], 1 - answer["noul"]]
-    return list(answer["probabilities"].values())
+                assert answer_probs(answer) == pytest.approx(
+                    scaled(answer_probs(before["answers"][name]), t), abs=1e-6
+                )
 
 
 def test_eval_refuses_bad_data_before_asking(toy: LocalStack, tmp_path: Path) -> None:
