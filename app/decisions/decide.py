@@ -239,13 +239,16 @@ class Decider:
             async with in_flight:
                 return await self.engine.systemone(body)
 
-        # A TaskGroup cancels the other calls as soon as one fails (or the client goes away).
-        try:
-            async with asyncio.TaskGroup() as tg:
-                tasks = [tg.create_task(call(g)) for g in groups]
-        except ExceptionGroup as failed:
-            raise failed.exceptions[0] from None  # the first failure says what went wrong
-        responses = [t.result() for t in tasks]
+        if len(groups) == 1:  # most decisions: no task to make, schedule and join
+            responses = [await call(groups[0])]
+        else:
+            # A TaskGroup cancels the other calls as soon as one fails (or the client goes away).
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    tasks = [tg.create_task(call(g)) for g in groups]
+            except ExceptionGroup as failed:
+                raise failed.exceptions[0] from None  # the first failure says what went wrong
+            responses = [t.result() for t in tasks]
         out = []
         for group, resp in zip(groups, responses, strict=True):
             try:

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from fastapi import APIRouter, Depends, Request
+import orjson
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import ValidationError
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.decisions.decide import Decision
-from app.deps import AdmissionDep, DeciderDep, MetricsDep, SettingsDep, require_api_key
+from app.admission import Admission
+from app.decisions.decide import Decider, Decision
+from app.deps import SettingsDep, require_api_key
 from app.errors import (
     ClientClosed,
+    GatewayError,
     InvalidBody,
     ModelNotFound,
     Unsupported,
     UnsupportedMedia,
+    gateway_error_response,
     validation_detail,
 )
 from app.observability import Metrics
@@ -35,10 +40,12 @@ from app.wire import (
 )
 
 T = TypeVar("T")
+DECISION_PATH = "/v1/systemone"
+# Every /v1 route checks the API key first: /v1/models as a dependency, /v1/systemone by calling
+# the same function itself (see there).
 router = APIRouter(
     prefix="/v1",
     tags=["jev"],
-    dependencies=[Depends(require_api_key)],
     responses={401: {"model": ErrorBody, "description": "Missing or unknown API key."}},
 )
 # Every status /v1/systemone can answer, documented in the OpenAPI document.
@@ -62,7 +69,7 @@ DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/models", response_model=ModelList)
+@router.get("/models", response_model=ModelList, dependencies=[Depends(require_api_key)])
 async def list_models(settings: SettingsDep) -> dict[str, Any]:
     """The served model and its aliases, in Jev's format."""
     served = settings.served_model
@@ -90,15 +97,17 @@ async def list_models(settings: SettingsDep) -> dict[str, Any]:
         }
     },
 )
-async def system_one(
-    request: Request,
-    settings: SettingsDep,
-    decider: DeciderDep,
-    admission: AdmissionDep,
-    metrics: MetricsDep,
-) -> Any:
+async def system_one(request: Request) -> Response:
     """Answer typed questions about a state, with probabilities (Jev's System One)."""
+    # Served by `DecisionRoute` (below), past FastAPI's dependency solving: it checks the key and
+    # reads what `create_app` set on app.state itself, and returns its JSON already encoded.
     start = time.perf_counter()
+    await require_api_key(request)
+    state = request.app.state
+    settings: GatewaySettings = state.settings
+    decider: Decider = state.decider
+    admission: Admission = state.admission
+    metrics: Metrics = state.metrics
     data, asset_parts = await _read_body(request, settings)
     try:
         body = SystemOneRequest.model_validate(data)
@@ -112,13 +121,13 @@ async def system_one(
             "This deployment serves a text-only model (DiffusionGemma reads through vLLM 0.32 take no "
             "images): send state, instructions and criteria as text or JSON, without assets."
         )
-    plan = decider.plan(body, settings.read_policy.overridden(body.read_policy))
+    plan = decider.plan(body, state.read_policy.overridden(body.read_policy))
     async with admission.slot(plan.max_reads):
         decision: Decision = await _unless_disconnected(request, decider.decide(plan), metrics)
     metrics.decision_seconds.observe(time.perf_counter() - start)
     for reads in decision.engine_reads.values():
         metrics.reads_per_question.observe(reads)
-    return {
+    answer = {
         "object": "structured_decision",
         "model": settings.served_model,
         "answers": decision.answers,
@@ -126,36 +135,63 @@ async def system_one(
         "diagnostics": decision.diagnostics,
         "read_policy": plan.policy.model_dump(),
     }
+    return Response(orjson.dumps(answer), media_type="application/json")
 
 
-async def _unless_disconnected(request: Request, work: Awaitable[T], metrics: Metrics) -> T:
+class DecisionRoute:
+    """ASGI middleware that serves `POST /v1/systemone` by calling `system_one` itself, past
+    FastAPI's exception middleware, exit stack, router and route: those layers were a fifth of the
+    gateway's CPU per decision (py-spy against the instant stand-in; `make bench-cost`). The route
+    above stays declared: it is what the OpenAPI document shows, and what answers other methods.
+    Errors take the same path as through FastAPI: domain errors become `gateway_error_response`,
+    anything else reaches the request middleware, which logs it and answers 500."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        # The declared route, set in the scope as the router would: metrics and logs name it.
+        self.route = next(r for r in router.routes if getattr(r, "path", None) == DECISION_PATH)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != DECISION_PATH:
+            await self.app(scope, receive, send)
+            return
+        scope["route"] = self.route
+        try:
+            response = await system_one(Request(scope, receive))
+        except GatewayError as e:
+            response = gateway_error_response(e)
+        await response(scope, receive, send)
+
+
+async def _unless_disconnected(request: Request, work: Coroutine[Any, Any, T], metrics: Metrics) -> T:
     """Await `work`, cancelling it if the client hangs up first (the SDK gives up after 10 s and
     retries: reading on for a gone client would only delay its retry and everyone else)."""
-    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(work)
+    gone = False
 
     async def client_gone() -> None:
+        nonlocal gone
         # The body has been read, so the next message is the disconnect (uvicorn sends it when the
         # connection closes).
         while (await request.receive())["type"] != "http.disconnect":
             pass
+        gone = True
+        task.cancel()
 
-    watcher = asyncio.ensure_future(client_gone())
+    watcher = loop.create_task(client_gone())
     try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        # A cancelled task raises here only once its reads have unwound, so admission gives the
+        # slot to the next decision after them, not beside them. If this request is cancelled
+        # itself, the await cancels the task first, the same way.
+        return await task
+    except asyncio.CancelledError:
+        if not gone:
+            raise
+        metrics.cancelled.inc()
+        raise ClientClosed("The client closed the connection; the decision was cancelled.") from None
     finally:
         watcher.cancel()
-        if not task.done():
-            task.cancel()
-            # Let the cancelled reads unwind before admission gives the slot to the next decision.
-            await asyncio.gather(task, return_exceptions=True)
-        elif not task.cancelled():
-            # Retrieved now: when this request is itself cancelled just as the decision failed,
-            # the failure must not resurface as "Task exception was never retrieved".
-            task.exception()
-    if task.cancelled():
-        metrics.cancelled.inc()
-        raise ClientClosed("The client closed the connection; the decision was cancelled.")
-    return task.result()
 
 
 async def _read_body(request: Request, settings: GatewaySettings) -> tuple[Any, dict[str, bytes]]:

@@ -77,6 +77,7 @@ async def test_a_broken_engine_is_502_through_the_gateway() -> None:
         app = create_app(gateway_settings(engine_url=fake.url))
         async with in_process(app) as gw:
             r = await gw.post("/v1/systemone", json=decision(NOUL))
+        await app.state.engine.aclose()  # no lifespan in process: close the engine client here
     assert r.status_code == 502 and "engine" in r.json()["detail"] and "Traceback" not in r.text
 
 
@@ -102,6 +103,7 @@ async def test_a_slow_engine_is_503_with_retry_after_not_a_hang(fake_slow: Recor
     async with in_process(app) as gw:
         started = time.monotonic()
         r = await gw.post("/v1/systemone", json=decision(NOUL))
+    await app.state.engine.aclose()
     assert r.status_code == 503 and r.headers["retry-after"] == "9"
     assert "did not answer in time" in r.json()["detail"]
     assert time.monotonic() - started < 5  # the 0.2 s timeout, not the engine's 10 s

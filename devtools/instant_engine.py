@@ -1,0 +1,114 @@
+"""An instant stand-in of vLLM's HTTP surface (`/v1/systemone`, `/tokenize`, `/health`, `/v1/models`).
+
+It answers at once with flat probabilities in vLLM 0.32's native shapes, so a benchmark of the
+gateway in front of it measures the gateway alone. It proves nothing about answers. A bare ASGI app
+on uvicorn: no framework between the socket and the reply.
+
+    python -m devtools.instant_engine --port 8100 [--model dgemma]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+
+
+def answer(body: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's native answer to `body`: every read's labels equally likely."""
+    answers, diagnostics = {}, {}
+    for name, q in body["questions"].items():
+        kind = q["type"]
+        labels = _labels(kind, q.get("criteria"))
+        probs = {label: 1 / len(labels) for label in labels}
+        answers[name] = {"type": kind, "probabilities": probs, "confidence": 1 / len(labels)}
+        diagnostics[name] = {"label_mass": 0.9, "argmax_is_label": True}
+    n = len(body["questions"])
+    usage = {"input_tokens": n * 64, "output_tokens": n}
+    return {"object": "structured_decision", "answers": answers, "diagnostics": diagnostics, "usage": usage}
+
+
+def _labels(kind: str, criteria: Any) -> list[str]:
+    if kind == "noul":
+        return ["yes", "no"]
+    if kind == "score":
+        return [str(i) for i in range(len(criteria))]
+    return list(criteria)
+
+
+def make_app(model: str) -> Any:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        raw = b""
+        while True:
+            message = await receive()
+            raw += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        path = scope["path"]
+        status, out = 200, {}
+        if path == "/v1/systemone":
+            out = answer(json.loads(raw))
+        elif path == "/tokenize":
+            out = {"count": max(1, len(json.loads(raw)["prompt"]) // 4)}
+        elif path == "/v1/models":
+            out = {"object": "list", "data": [{"id": model, "object": "model"}]}
+        elif path != "/health":
+            status, out = 404, {"error": {"message": f"no route {path}"}}
+        data = json.dumps(out).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
+
+    return app
+
+
+def make_floor(engine_url: str, model: str) -> Any:
+    """The least a Python hop can do: read the body, parse it, send it on to the engine (aiohttp,
+    as the gateway's client), parse and re-encode the answer. The benchmark's floor, not a gateway."""
+    import aiohttp
+
+    session: list[aiohttp.ClientSession] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        raw = b""
+        while True:
+            message = await receive()
+            raw += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if not session:
+            session.append(aiohttp.ClientSession(engine_url))
+        body = json.loads(raw)
+        async with session[0].post(
+            "/v1/systemone", json={"model": model, "state": body["state"], "questions": body["questions"]}
+        ) as r:
+            data = json.dumps(json.loads(await r.read())).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
+
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--model", default="dgemma")
+    parser.add_argument("--floor", metavar="ENGINE_URL", help="serve the pass-through floor to this engine")
+    args = parser.parse_args(argv)
+    app = make_floor(args.floor, args.model) if args.floor else make_app(args.model)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
