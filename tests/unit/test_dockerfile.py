@@ -128,13 +128,14 @@ def test_runtime_stays_the_default_target(instructions: list[dict[str, str]]) ->
 
 def test_cloud_build_builds_both_images_in_one_build() -> None:
     build = yaml.safe_load((ROOT / "cloudbuild.yaml").read_text())
-    gpu, router = build["steps"]
+    steps = {s["id"]: s for s in build["steps"]}  # and the audit before them: tests/unit/test_audit_step.py
+    gpu, router = steps["build"], steps["build-router"]
     # The GPU image as before: the default target, baked weights through the build's network.
-    assert "--target" not in gpu["args"] and "waitFor" not in gpu
+    assert "--target" not in gpu["args"]
     weights = ["--network=cloudbuild", "--build-arg", "WEIGHTS_URL=${_WEIGHTS_URL}"]
     assert gpu["args"] == ["build", *weights, "--tag", "${_IMAGE}", "."]
-    # The router alongside, from the start (BuildKit: only the stages its target needs).
-    assert router["waitFor"] == ["-"] and "DOCKER_BUILDKIT=1" in router["env"]
+    # The router alongside, in parallel (BuildKit: only the stages its target needs).
+    assert router["waitFor"] == gpu["waitFor"] and "DOCKER_BUILDKIT=1" in router["env"]
     args = router["args"]
     assert (
         args[args.index("--target") + 1] == "router" and args[args.index("--tag") + 1] == "${_ROUTER_IMAGE}"
