@@ -1,10 +1,13 @@
-"""API keys: read once at start, kept only as SHA-256 digests, compared in constant time."""
+"""API keys: read once at start, kept only as SHA-256 digests, compared in constant time; and the
+engine prefix-cache salt of each caller."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import logging
+import os
 
 from app.config import ConfigError
 from app.errors import Unauthorized
@@ -37,6 +40,10 @@ class KeyRing:
     def __init__(self, keys: list[str], *, allow_any: bool) -> None:
         self._digests = tuple(digest(k) for k in dict.fromkeys(keys) if k)
         self.open = not self._digests
+        # Salts are keyed by a secret of this process: unguessable, and never derivable from a key
+        # (vLLM asks for random, protected salts). The engine's cache lives as long as this process.
+        self._salt_secret = os.urandom(32)
+        self._salts = {d: self._salt(d) for d in self._digests}
         if self.open and not allow_any:
             raise ConfigError(
                 "no API keys: set DGEMMA_API_KEYS or DGEMMA_API_KEYS_FILE, or DGEMMA_ALLOW_ANY_KEY=true "
@@ -55,10 +62,23 @@ class KeyRing:
             log.info("auth: %d API key(s) accepted", len(ring._digests))
         return ring
 
-    def check(self, authorization: str) -> None:
-        """Raise Unauthorized unless `authorization` is `Bearer <an accepted key>`."""
-        if self.open:
-            return
+    def check(self, authorization: str) -> bytes:
+        """The caller: the digest of its key (of any bearer token when open). Raise Unauthorized
+        unless `authorization` is `Bearer <an accepted key>`."""
         scheme, _, token = authorization.partition(" ")
-        if not matches(token.strip(), self._digests) or scheme.lower() != "bearer":
+        token = token.strip()
+        if self.open:
+            return digest(token)
+        if not matches(token, self._digests) or scheme.lower() != "bearer":
             raise Unauthorized("Invalid or missing API key.")
+        return digest(token)
+
+    def cache_salt(self, caller: bytes) -> str:
+        """The engine's prefix-cache salt for a caller (`check`'s result): one per key, so a key's
+        requests cannot learn from timing whether another key sent the same state."""
+        return self._salts.get(caller) or self._salt(caller)
+
+    def _salt(self, caller: bytes) -> str:
+        # 43 base64url characters (256 bits): none of the characters vLLM forbids (@ / \ NUL).
+        mac = hmac.new(self._salt_secret, caller, hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()

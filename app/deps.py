@@ -35,7 +35,7 @@ MetricsDep = Annotated[Metrics, Depends(_state("metrics"))]
 AdmissionDep = Annotated[Admission, Depends(_state("admission"))]
 
 
-async def require_api_key(request: Request) -> None:
-    """Bearer auth on /v1 (keys hashed once at start; see `app.auth`)."""
+async def require_api_key(request: Request) -> bytes:
+    """Bearer auth on /v1 (keys hashed once at start; see `app.auth`): the caller's key digest."""
     keys: KeyRing = request.app.state.keys
-    keys.check(request.headers.get("authorization", ""))
+    return keys.check(request.headers.get("authorization", ""))

@@ -81,6 +81,11 @@ class EngineUnavailable(GatewayError):
     """The engine is unreachable, not ready, saturated or too slow: retry after `retry_after`."""
 
 
+class Draining(GatewayError):
+    """The service is shutting down (SIGTERM): it finishes what it started and takes nothing new;
+    retry after `retry_after` (another instance answers)."""
+
+
 class DeliveryFailed(GatewayError):
     """The alert router could not deliver a page to a sink: the sender should retry (what was
     delivered is not delivered again)."""
@@ -100,6 +105,7 @@ STATUS: dict[type[GatewayError], int] = {
     EngineBadAnswer: 502,
     DeliveryFailed: 502,
     EngineUnavailable: 503,
+    Draining: 503,
 }
 
 

@@ -72,7 +72,9 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
         settings.engine_max_questions,
         settings.retry_after_s,
         metrics,
+        settings.max_queue_wait_s,
     )
+    app.state.drain = app.state.admission  # what `serve` drains on SIGTERM (see app.serving)
     install_error_handlers(app)
     app.include_router(systemone.router)
     app.include_router(health.router)
@@ -83,8 +85,8 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
 
 
 def _openapi_with_request_schema(app: FastAPI) -> Callable[[], dict[str, Any]]:
-    """FastAPI's document plus the Jev request body's schema: the route reads the raw body itself
-    (zstd, multipart), so FastAPI cannot see the model."""
+    """FastAPI's document plus the Jev request body's schema (the route reads the raw body itself,
+    zstd and multipart included, so FastAPI cannot see the model) and the bearer key of /v1."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -95,6 +97,15 @@ def _openapi_with_request_schema(app: FastAPI) -> Callable[[], dict[str, Any]]:
             schemas = doc.setdefault("components", {}).setdefault("schemas", {})
             for name, schema in defs.get("$defs", {}).items():
                 schemas.setdefault(name, schema)
+            # /v1 takes an API key as a bearer token (checked by `require_api_key`, not by a
+            # FastAPI security dependency), so the document declares it here.
+            doc["components"]["securitySchemes"] = {
+                "apiKey": {"type": "http", "scheme": "bearer", "description": "An API key of the deployment."}
+            }
+            for path, operations in doc["paths"].items():
+                if path.startswith("/v1/"):
+                    for operation in operations.values():
+                        operation["security"] = [{"apiKey": []}]
             app.openapi_schema = doc
         return app.openapi_schema
 

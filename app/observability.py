@@ -152,6 +152,12 @@ class Metrics(HttpMetrics):
             "Admission units held by decisions being read (a unit per started engine call of reads).",
             registry=self.registry,
         )
+        self.shed = Counter(
+            "dgemma_decisions_shed",
+            "Decisions turned away with 429: the line was full, or no slot came within the wait limit.",
+            ["reason"],
+            registry=self.registry,
+        )
         self.cancelled = Counter(
             "dgemma_decisions_cancelled",
             "Decisions cancelled because the client went away before the answer.",

@@ -74,6 +74,11 @@ class GatewaySettings(KitSettings, ReadPolicy):
     """With no keys configured, accept any bearer token (Jev clients always send one). Off, the
     gateway refuses to start without keys; on, it logs a warning at start. `dgemma dev` turns it on."""
 
+    cache_isolation: bool = True
+    """Salt the engine's prefix cache per API key (vLLM's `cache_salt`), so that one key's requests
+    cannot tell from their latency whether another key sent the same state. Off, all keys share
+    prefix-cache hits."""
+
     # -- limits and admission --------------------------------------------------------------------
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
     """Largest request body, before and after decompression (413 beyond)."""
@@ -87,6 +92,9 @@ class GatewaySettings(KitSettings, ReadPolicy):
     takes one unit per started `engine_max_questions` reads. Later ones wait in the queue."""
     max_queued_decisions: int = Field(256, ge=0)
     """Decisions allowed to wait; beyond that the gateway answers 429 with Retry-After."""
+    max_queue_wait_s: float | None = Field(10.0, gt=0)
+    """Longest a decision waits in the queue for a slot; then 429 with Retry-After. The SDK gives up
+    after 10 s: a decision still waiting then would be read for nobody. Empty: no limit."""
     retry_after_s: int = Field(2, ge=1)
     """Seconds clients are told to wait (Retry-After) on 429 and 503."""
 

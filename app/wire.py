@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
@@ -26,6 +27,8 @@ MAX_SCORE_LEVELS = 10
 # Deeper JSON is refused before it reaches recursive code (json's parser, pydantic, renderers).
 # Alert payloads nest a handful of levels; 64 leaves room for any real state.
 MAX_DEPTH = 64
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # \uD800-\uDFFF, paired or not
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Strict(BaseModel):
@@ -222,10 +225,16 @@ def _unzstd(body: bytes, limit: int) -> bytes:
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(body)
         out = reader.read(limit + 1)
+        if len(out) > limit:
+            raise BodyTooLarge(f"The decompressed request body exceeds {limit} bytes.")
+        # The reader gives what it could of a cut-off frame without a word; decompressing again
+        # (at most `limit` bytes, as just seen) tells whether the frame ended.
+        whole = zstandard.ZstdDecompressor().decompressobj()
+        whole.decompress(body)
     except zstandard.ZstdError as e:
         raise InvalidRequest(f"The zstd request body could not be decompressed: {e}") from e
-    if len(out) > limit:
-        raise BodyTooLarge(f"The decompressed request body exceeds {limit} bytes.")
+    if not whole.eof:
+        raise InvalidRequest("The zstd request body is truncated: its frame does not end.")
     return bytes(out)
 
 
@@ -242,6 +251,8 @@ def _unzlib(body: bytes, coding: str, limit: int) -> bytes:
             continue
         if len(out) > limit:
             raise BodyTooLarge(f"The decompressed request body exceeds {limit} bytes.")
+        if not inflater.eof:  # all input read, under the limit, and the stream did not end
+            raise InvalidRequest(f"The {coding} request body is truncated: its stream does not end.")
         return out
     raise AssertionError("unreachable")
 
@@ -271,7 +282,36 @@ def parse_json(raw: bytes) -> Any:
         ) from e
     if _depth_exceeds(value, MAX_DEPTH):
         raise _too_deep()
+    # A \uD800-\uDFFF escape that is not half of a pair decodes to a lone surrogate, which no
+    # UTF-8 text can carry: the engine call and the answer could not be encoded (a 500). Only
+    # bodies with such an escape are walked.
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(value):
+        raise InvalidBody(
+            [
+                {
+                    "type": "json_invalid",
+                    "loc": ["body"],
+                    "msg": "JSON decode error: a \\u escape is an unpaired UTF-16 surrogate, not a character",
+                    "input": {},
+                }
+            ]
+        )
     return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _too_deep() -> InvalidRequest:

@@ -4,12 +4,13 @@ It answers at once with flat probabilities in vLLM 0.32's native shapes, so a be
 gateway in front of it measures the gateway alone. It proves nothing about answers. A bare ASGI app
 on uvicorn: no framework between the socket and the reply.
 
-    python -m devtools.instant_engine --port 8100 [--model dgemma]
+    python -m devtools.instant_engine --port 8100 [--model dgemma] [--delay-s 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from typing import Any
@@ -39,7 +40,9 @@ def _labels(kind: str, criteria: Any) -> list[str]:
     return list(criteria)
 
 
-def make_app(model: str) -> Any:
+def make_app(model: str, delay_s: float = 0.0) -> Any:
+    """The stand-in; `delay_s` holds every `/v1/systemone` answer that long (a slow engine)."""
+
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
@@ -52,6 +55,8 @@ def make_app(model: str) -> Any:
         path = scope["path"]
         status, out = 200, {}
         if path == "/v1/systemone":
+            if delay_s:
+                await asyncio.sleep(delay_s)
             out = answer(json.loads(raw))
         elif path == "/tokenize":
             out = {"count": max(1, len(json.loads(raw)["prompt"]) // 4)}
@@ -104,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--model", default="dgemma")
     parser.add_argument("--floor", metavar="ENGINE_URL", help="serve the pass-through floor to this engine")
+    parser.add_argument("--delay-s", type=float, default=0.0, help="hold every decision this long")
     args = parser.parse_args(argv)
-    app = make_floor(args.floor, args.model) if args.floor else make_app(args.model)
+    app = make_floor(args.floor, args.model) if args.floor else make_app(args.model, args.delay_s)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
     return 0
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from app.polling import wait_until
 from deploy.devstack import DEV_MODELS
 from deploy.supervisor import READY_PREFIX
@@ -75,12 +77,12 @@ def wait_ready(proc: subprocess.Popen[str], timeout_s: float) -> bool:
     return bool(wait_until(ready.is_set, timeout_s, abort=lambda: proc.poll() is not None))
 
 
-def stop(proc: subprocess.Popen[Any]) -> None:
-    """SIGTERM, as Cloud Run does; SIGKILL the group if it has not stopped within 30 s."""
+def stop(proc: subprocess.Popen[Any], grace_s: float = 30) -> None:
+    """SIGTERM, as Cloud Run does; SIGKILL the group if it has not stopped within `grace_s`."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -107,3 +109,74 @@ def local_stack(
         )
     finally:
         stop(proc)
+
+
+# -- single services, as processes: the gateway alone, the instant stand-in of vLLM -------------------
+
+
+@dataclass
+class Service:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+
+def spawn(
+    args: list[str], log: Path, *, cwd: Path = ROOT, python: str = sys.executable, **env: str
+) -> subprocess.Popen[bytes]:
+    """`python args...` in a session of its own, output to `log`; PYTHONPATH=cwd, so a tree's own
+    code wins over this checkout's editable install (benchmarks run a baseline commit that way)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [python, *args],
+            cwd=cwd,
+            env={**os.environ, "PYTHONPATH": str(cwd), **env},
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+
+
+@contextmanager
+def service(
+    args: list[str], log: Path, ready_path: str | None, *, port: int, timeout_s: float = 60, **kwargs: Any
+) -> Iterator[Service]:
+    """A process listening on `port`, until the block ends (SIGTERM, then SIGKILL after 15 s);
+    ready when GET `ready_path` answers 200 (None: when the port takes connections)."""
+    url = f"http://127.0.0.1:{port}"
+    proc = spawn(args, log, **kwargs)
+    try:
+
+        def ready() -> bool:
+            if ready_path is not None:
+                return httpx.get(url + ready_path, timeout=2).status_code == 200
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+
+        if not wait_until(
+            ready,
+            timeout_s,
+            interval_s=0.1,
+            abort=lambda: proc.poll() is not None,
+            errors=(httpx.HTTPError, OSError),
+        ):
+            raise RuntimeError(f"{args} did not start; its log:\n{log.read_text()[-3000:]}")
+        yield Service(url, proc, log)
+    finally:
+        stop(proc, grace_s=15)
+
+
+def instant_engine(log: Path, *, delay_s: float = 0.0, model: str = "dgemma", **kwargs: Any) -> Any:
+    """`devtools.instant_engine` as a service (see there)."""
+    port = free_port()
+    args = ["-m", "devtools.instant_engine", "--port", str(port), "--model", model, "--delay-s", str(delay_s)]
+    return service(args, log, "/health", port=port, **kwargs)
+
+
+def gateway(engine_url: str, log: Path, *, model: str = "dgemma", **kwargs: Any) -> Any:
+    """`dgemma serve` as a service on `engine_url`; `env` keyword arguments are its settings."""
+    port = free_port()
+    env = {"DGEMMA_ENGINE_URL": engine_url, "DGEMMA_SERVED_MODEL": model, **kwargs.pop("env", {})}
+    args = ["-m", "deploy.cli", "serve", "--port", str(port), *kwargs.pop("extra_args", [])]
+    return service(args, log, "/readyz", port=port, **kwargs, **env)

@@ -74,6 +74,7 @@ class Plan:
     state: str
     policy: ReadPolicy
     max_reads: int
+    cache_salt: str | None = None  # the caller's prefix-cache salt, sent with every engine call
 
 
 class Decider:
@@ -100,7 +101,7 @@ class Decider:
             return [None] * len(plan.specs)
         return [cal.temperature(spec.name, spec.kind) for spec in plan.specs]
 
-    def plan(self, request: SystemOneRequest, policy: ReadPolicy) -> Plan:
+    def plan(self, request: SystemOneRequest, policy: ReadPolicy, *, cache_salt: str | None = None) -> Plan:
         """What to read; raises Unsupported or InvalidRequest before any read is made."""
         for name, q in request.questions.items():
             if isinstance(q, BoxQuestion):
@@ -116,7 +117,7 @@ class Decider:
                 f"the {policy.mode!r} read policy); this deployment allows {self.max_reads} per request. "
                 "Send fewer questions or options, or a lighter read_policy."
             )
-        return Plan(specs, render(request.state) or "", policy, reads)
+        return Plan(specs, render(request.state) or "", policy, reads, cache_salt)
 
     def _most_reads(self, spec: Spec, policy: ReadPolicy) -> int:
         if spec.kind == "score" and spec.n == 1:
@@ -136,7 +137,7 @@ class Decider:
             first: list[Job] = [
                 (i, k) for i in readable for k in range(policy.first_orders(specs[i].max_orders()))
             ]
-            readings = await self._readings(specs, state, first, usage, policy)
+            readings = await self._readings(plan, first, usage)
             # Re-read decisions see calibrated probabilities, as the answers do.
             first_entropy = {
                 i: normalized_entropy(_calibrated(readings[(i, 0)].probs, temps[i])) for i in readable
@@ -147,7 +148,7 @@ class Decider:
                 for k in range(1, 1 + policy.extra_orders(first_entropy[i], specs[i].max_orders()))
             ]
             if extra:
-                readings.update(await self._readings(specs, state, extra, usage, policy))
+                readings.update(await self._readings(plan, extra, usage))
             usage.state_tokens = await state_tokens
         finally:
             state_tokens.cancel()
@@ -188,16 +189,15 @@ class Decider:
                 diagnostics[spec.name]["temperature"] = temps[i]
         return Decision(answers, usage.total(), diagnostics, engine_reads)
 
-    async def _readings(
-        self, specs: list[Spec], state: str, jobs: list[Job], usage: _Usage, policy: ReadPolicy
-    ) -> dict[Job, _Reading]:
+    async def _readings(self, plan: Plan, jobs: list[Job], usage: _Usage) -> dict[Job, _Reading]:
         """One reading per job: direct reads, or chunk reads then a final read for large choices."""
-        canonical = policy.mode == "debias"
+        specs = plan.specs
+        canonical = plan.policy.mode == "debias"
         stage1 = {
             job: first_stage_reads(job[0], specs[job[0]], job[1], self.max_options, canonical=canonical)
             for job in jobs
         }
-        results = await self._run([r for reads in stage1.values() for r in reads], specs, state, usage)
+        results = await self._run(plan, [r for reads in stage1.values() for r in reads], usage)
         out: dict[Job, _Reading] = {}
         pending: dict[Job, tuple[Hierarchy, list[list[int]], Read]] = {}
         pos = 0
@@ -216,7 +216,7 @@ class Decider:
             reps = tree.representatives(self.max_options)
             pending[job] = (tree, reps, Read(job[0], job[1], tuple(o for chunk in reps for o in chunk)))
         if pending:
-            finals = await self._run([final for _, _, final in pending.values()], specs, state, usage)
+            finals = await self._run(plan, [final for _, _, final in pending.values()], usage)
             for (job, (tree, reps, final)), (probs, mass) in zip(pending.items(), finals, strict=True):
                 final_probs = dict(zip(final.options, probs, strict=True))
                 full = combine_hierarchical(specs[job[0]].n, tree.chunks, reps, final_probs)
@@ -224,18 +224,20 @@ class Decider:
                 out[job] = _Reading(full, sum(masses) / len(masses), len(masses))
         return out
 
-    async def _run(
-        self, reads: list[Read], specs: list[Spec], state: str, usage: _Usage
-    ) -> list[tuple[list[float], float]]:
+    async def _run(self, plan: Plan, reads: list[Read], usage: _Usage) -> list[tuple[list[float], float]]:
         """Send reads to vLLM's native endpoint, at most `per_call` per call, CALLS_IN_FLIGHT at once."""
         groups = [reads[i : i + self.per_call] for i in range(0, len(reads), self.per_call)]
         in_flight = asyncio.Semaphore(CALLS_IN_FLIGHT)
 
+        specs = plan.specs
+
         async def call(group: list[Read]) -> dict[str, Any]:
-            body = {
-                "state": state,
+            body: dict[str, Any] = {
+                "state": plan.state,
                 "questions": {f"r{j}": r.engine_question(specs[r.spec_index]) for j, r in enumerate(group)},
             }
+            if plan.cache_salt is not None:
+                body["cache_salt"] = plan.cache_salt
             async with in_flight:
                 return await self.engine.systemone(body)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.deps import EngineDep, MetricsDep, SettingsDep
-from app.errors import EngineUnavailable
+from app.deps import AdmissionDep, EngineDep, MetricsDep, SettingsDep
+from app.errors import Draining, EngineUnavailable
 from app.wire import ErrorBody
 
 router = APIRouter(tags=["ops"])
@@ -18,9 +18,16 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"model": ErrorBody, "description": "The engine is not ready."}})
-async def readyz(engine: EngineDep, settings: SettingsDep) -> dict[str, str]:
-    """Ready to decide: the engine answers its health check."""
+@router.get(
+    "/readyz",
+    responses={
+        503: {"model": ErrorBody, "description": "The engine is not ready, or the gateway is stopping."}
+    },
+)
+async def readyz(engine: EngineDep, settings: SettingsDep, admission: AdmissionDep) -> dict[str, str]:
+    """Ready to decide: the engine answers its health check, and the gateway is not shutting down."""
+    if admission.draining:
+        raise Draining("The gateway is shutting down.", retry_after=settings.retry_after_s)
     if not await engine.healthy():
         raise EngineUnavailable("The engine is not ready.", retry_after=settings.retry_after_s)
     return {"status": "ready"}

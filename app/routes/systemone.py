@@ -102,7 +102,7 @@ async def system_one(request: Request) -> Response:
     # Served by `DecisionRoute` (below), past FastAPI's dependency solving: it checks the key and
     # reads what `create_app` set on app.state itself, and returns its JSON already encoded.
     start = time.perf_counter()
-    await require_api_key(request)
+    caller = await require_api_key(request)
     state = request.app.state
     settings: GatewaySettings = state.settings
     decider: Decider = state.decider
@@ -121,7 +121,8 @@ async def system_one(request: Request) -> Response:
             "This deployment serves a text-only model (DiffusionGemma reads through vLLM 0.32 take no "
             "images): send state, instructions and criteria as text or JSON, without assets."
         )
-    plan = decider.plan(body, state.read_policy.overridden(body.read_policy))
+    salt = state.keys.cache_salt(caller) if settings.cache_isolation else None
+    plan = decider.plan(body, state.read_policy.overridden(body.read_policy), cache_salt=salt)
     async with admission.slot(plan.max_reads):
         decision: Decision = await _unless_disconnected(request, decider.decide(plan), metrics)
     metrics.decision_seconds.observe(time.perf_counter() - start)

@@ -42,3 +42,15 @@ def test_question_types_are_a_discriminated_union() -> None:
     questions = schemas["SystemOneRequest"]["properties"]["questions"]["additionalProperties"]
     assert questions["discriminator"]["propertyName"] == "type"
     assert {"NoulQuestion", "ChoiceQuestion", "ScoreQuestion", "BoxQuestion"} <= set(schemas)
+
+
+def test_v1_declares_its_bearer_key_and_the_probes_do_not() -> None:
+    doc = create_app(gateway_settings()).openapi()
+    assert doc["components"]["securitySchemes"]["apiKey"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API key of the deployment.",
+    }
+    for path, operations in doc["paths"].items():
+        for operation in operations.values():
+            assert ("security" in operation) == path.startswith("/v1/"), path

@@ -8,7 +8,7 @@ from contextlib import AsyncExitStack
 import pytest
 
 from app.admission import Admission
-from app.errors import Saturated
+from app.errors import Draining, Saturated
 from app.observability import Metrics
 
 
@@ -97,3 +97,52 @@ async def test_a_cancelled_waiter_leaves_the_line_and_frees_those_behind() -> No
             await heavy
     assert _gauge(metrics, "dgemma_admission_units_in_use") == 0
     assert _gauge(metrics, "dgemma_decisions_queued") == 0
+
+
+async def test_draining_turns_away_the_line_and_newcomers_while_holders_finish() -> None:
+    admission, metrics = _admission(capacity=2)
+    log: list[str] = []
+    release = asyncio.Event()
+    holders = [asyncio.create_task(_hold(admission, 1, log, n, release)) for n in ("A", "B")]
+    await _settle()
+    waiting = asyncio.create_task(_hold(admission, 1, log, "C", release))
+    await _settle()
+    assert log == ["A", "B"] and not admission.idle
+
+    admission.drain()
+    with pytest.raises(Draining) as turned_away:
+        await waiting
+    assert turned_away.value.retry_after == 3
+    with pytest.raises(Draining):
+        async with admission.slot(1):
+            pass
+    assert not admission.idle, "A and B still hold their slots"
+    release.set()
+    await asyncio.gather(*holders)
+    assert log == ["A", "B"] and admission.idle
+    assert (
+        _gauge(metrics, "dgemma_decisions_queued") == 0 and _gauge(metrics, "dgemma_decisions_inflight") == 0
+    )
+
+
+async def test_a_decision_waits_no_longer_than_the_wait_limit() -> None:
+    metrics = Metrics()
+    admission = Admission(1, 8, reads_per_unit=64, retry_after_s=3, metrics=metrics, max_wait_s=0.05)
+    log: list[str] = []
+    release = asyncio.Event()
+    holder = asyncio.create_task(_hold(admission, 1, log, "A", release))
+    await _settle()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(Saturated, match=r"no slot within 0.05 s") as shed:
+        async with admission.slot(1):
+            pass
+    assert 0.05 <= loop.time() - started < 1 and shed.value.retry_after == 3
+    assert _gauge(metrics, "dgemma_decisions_queued") == 0
+    assert metrics.registry.get_sample_value("dgemma_decisions_shed_total", {"reason": "queue_wait"}) == 1
+    # The line is clean: the next decision gets the slot as soon as A gives it back.
+    nxt = asyncio.create_task(_hold(admission, 1, log, "B", release))
+    await _settle()
+    release.set()
+    await asyncio.gather(holder, nxt)
+    assert log == ["A", "B"] and admission.idle
