@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test test-fast lint checkov docs bench bench-cost bench-alerts bench-weights eval-toy calibrate-toy toy-model lock env engine-env alertmanager clean
+.PHONY: dev test test-fast lint checkov docs bench bench-cost reliability bench-alerts bench-weights eval-toy calibrate-toy toy-model lock env engine-env alertmanager clean
 
 dev: env engine-env  ## local stack: vLLM (CPU) on the trained toy model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
@@ -29,6 +29,9 @@ bench: env engine-env  ## gateway overhead against the raw engine, side by side,
 
 bench-cost: env  ## the gateway's own CPU and added latency per decision, before/after side by side (instant stand-in of vLLM)
 	$(VENV)/bin/python -m devtools.bench_cost $(BENCH_ARGS)
+
+reliability: env engine-env  ## hostile input, overload, faults, leaked secrets and the gateway's cost, on the local stack: reports/reliability/report.md (about 40 min)
+	$(VENV)/bin/python -m devtools.reliability $(RELIABILITY_ARGS)
 
 bench-alerts: env engine-env  ## the alert router's overhead and time to page (service up, slow, down), side by side
 	$(VENV)/bin/python -m devtools.bench_alerts

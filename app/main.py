@@ -97,6 +97,10 @@ def _openapi_with_request_schema(app: FastAPI) -> Callable[[], dict[str, Any]]:
             schemas = doc.setdefault("components", {}).setdefault("schemas", {})
             for name, schema in defs.get("$defs", {}).items():
                 schemas.setdefault(name, schema)
+            # The names this deployment serves (the rest are 404): what a client may send, and
+            # what lets a fuzzer reach past the model check.
+            request = schemas["SystemOneRequest"]["properties"]["model"]
+            request["enum"] = list(app.state.settings.model_names)
             # /v1 takes an API key as a bearer token (checked by `require_api_key`, not by a
             # FastAPI security dependency), so the document declares it here.
             doc["components"]["securitySchemes"] = {

@@ -127,11 +127,13 @@ def spawn(
     """`python args...` in a session of its own, output to `log`; PYTHONPATH=cwd, so a tree's own
     code wins over this checkout's editable install (benchmarks run a baseline commit that way)."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    # Only the settings given: none leak in from the caller's environment.
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DGEMMA_") and k != "PORT"}
     with log.open("wb") as out:
         return subprocess.Popen(
             [python, *args],
             cwd=cwd,
-            env={**os.environ, "PYTHONPATH": str(cwd), **env},
+            env={**clean, "PYTHONPATH": str(cwd), **env},
             stdout=out,
             stderr=out,
             start_new_session=True,
@@ -174,9 +176,12 @@ def instant_engine(log: Path, *, delay_s: float = 0.0, model: str = "dgemma", **
     return service(args, log, "/health", port=port, **kwargs)
 
 
-def gateway(engine_url: str, log: Path, *, model: str = "dgemma", **kwargs: Any) -> Any:
-    """`dgemma serve` as a service on `engine_url`; `env` keyword arguments are its settings."""
+def gateway(
+    engine_url: str, log: Path, *, model: str = "dgemma", ready_path: str = "/readyz", **kwargs: Any
+) -> Any:
+    """`dgemma serve` as a service on `engine_url` (`env`: its settings), started once `ready_path`
+    answers 200 (/healthz for an engine that is not ready on purpose)."""
     port = free_port()
     env = {"DGEMMA_ENGINE_URL": engine_url, "DGEMMA_SERVED_MODEL": model, **kwargs.pop("env", {})}
     args = ["-m", "deploy.cli", "serve", "--port", str(port), *kwargs.pop("extra_args", [])]
-    return service(args, log, "/readyz", port=port, **kwargs, **env)
+    return service(args, log, ready_path, port=port, **kwargs, **env)

@@ -33,7 +33,16 @@ async def readyz(engine: EngineDep, settings: SettingsDep, admission: AdmissionD
     return {"status": "ready"}
 
 
-@router.get("/metrics")
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "Prometheus text format.",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    },
+)
 async def metrics(m: MetricsDep) -> Response:
     """Prometheus metrics."""
     return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)

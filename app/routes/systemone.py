@@ -110,7 +110,8 @@ async def system_one(request: Request) -> Response:
     metrics: Metrics = state.metrics
     data, asset_parts = await _read_body(request, settings)
     try:
-        body = SystemOneRequest.model_validate(data)
+        # Strict: a JSON "2" or 2.0 or true is not an integer (the schema says so; found by fuzzing).
+        body = SystemOneRequest.model_validate(data, strict=True)
     except ValidationError as e:
         raise InvalidBody(validation_detail(e.errors(), prefix=("body",))) from e
     if body.model not in settings.model_names:

@@ -207,7 +207,7 @@ CASES: list[Case] = [
     Case("stacked codings, in order", lambda _: _zstd(_gzip(body())), frozenset({OK}), _enc("gzip, zstd")),
     Case("stacked codings, reversed", lambda _: _zstd(_gzip(body())), frozenset({400}), _enc("zstd, gzip")),
     Case("gzip stacked 64 times", lambda _: _gzip64(body()), frozenset({OK}), _enc(", ".join(["gzip"] * 64))),
-    Case("a coding list of commas", lambda _: body(), frozenset({OK}), _enc(" , ,identity, ")),
+    Case("a coding list of commas", lambda _: body(), frozenset({OK}), _enc(",, identity ,,")),
     Case("a truncated zstd frame", lambda _: _zstd(body())[:-7], frozenset({400}), _enc("zstd")),
     Case("a truncated gzip stream", lambda _: _gzip(body())[:-12], frozenset({400}), _enc("gzip")),
     Case(

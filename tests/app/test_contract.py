@@ -242,3 +242,12 @@ async def test_a_request_planning_too_many_reads_is_400_naming_the_count(
 async def test_junk_never_gets_a_5xx(gw: httpx.AsyncClient, content: bytes) -> None:
     r = await _post(gw, content=content)
     assert 400 <= r.status_code < 500, (content, r.status_code, r.text)
+
+
+@pytest.mark.parametrize("value", ["2", 2.0, True])
+async def test_numbers_are_strict_a_string_or_float_is_not_an_integer(
+    gw: httpx.AsyncClient, value: Any
+) -> None:
+    """Found by fuzzing: pydantic's lax mode took "2", 2.0 and true for `extra_reads`."""
+    r = await _post(gw, decision(NOUL, read_policy={"mode": "adaptive", "extra_reads": value}))
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"][-1] == "extra_reads"

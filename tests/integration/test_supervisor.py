@@ -150,7 +150,8 @@ def test_gpu_mode_refuses_before_anything_starts(
         timeout=60,
     )
     assert done.returncode == 2
-    (line,) = [json.loads(line) for line in done.stderr.splitlines() if '"severity": "ERROR"' in line]
+    logged = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    (line,) = [entry for entry in logged if entry.get("severity") == "ERROR"]
     assert line["message"].startswith(refusal), line["message"]
     if gpu and "L4" in gpu[0]:
         assert "weights: experts" in line["message"]
