@@ -54,7 +54,7 @@ class Sizes:
     admission: int = 4  # the CPU stack's decisions in flight (the L4 default is 32)
 
 
-FULL = Sizes(fuzz_examples=2500, router_examples=300, capacity_s=40, overload_s=60)
+FULL = Sizes(fuzz_examples=4000, router_examples=400, capacity_s=40, overload_s=60)
 SHORT = Sizes(fuzz_examples=40, router_examples=12, capacity_s=8, overload_s=10)
 
 GATEWAY_ENV = {
