@@ -17,6 +17,8 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from devtools import asgi
+
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:
     """vLLM's native answer to `body`: every read's labels equally likely."""
@@ -46,12 +48,7 @@ def make_app(model: str, delay_s: float = 0.0) -> Any:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await asgi.body(receive)
         path = scope["path"]
         status, out = 200, {}
         if path == "/v1/systemone":
@@ -64,10 +61,7 @@ def make_app(model: str, delay_s: float = 0.0) -> Any:
             out = {"object": "list", "data": [{"id": model, "object": "model"}]}
         elif path != "/health":
             status, out = 404, {"error": {"message": f"no route {path}"}}
-        data = json.dumps(out).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": data})
+        await asgi.reply(send, status, json.dumps(out).encode())
 
     return app
 
@@ -82,12 +76,7 @@ def make_floor(engine_url: str, model: str) -> Any:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await asgi.body(receive)
         if not session:
             session.append(aiohttp.ClientSession(engine_url))
         body = json.loads(raw)
@@ -95,9 +84,7 @@ def make_floor(engine_url: str, model: str) -> Any:
             "/v1/systemone", json={"model": model, "state": body["state"], "questions": body["questions"]}
         ) as r:
             data = json.dumps(json.loads(await r.read())).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": data})
+        await asgi.reply(send, 200, data)
 
     return app
 

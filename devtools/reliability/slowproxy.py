@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 from starlette.types import Receive, Scope, Send
 
+from devtools import asgi
+
 
 def make_app(upstream: str, delay_s: float) -> Any:
     client = httpx.AsyncClient(base_url=upstream, timeout=None)
@@ -21,18 +23,13 @@ def make_app(upstream: str, delay_s: float) -> Any:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await asgi.body(receive)
         await asyncio.sleep(delay_s)
         headers = [(k.decode(), v.decode()) for k, v in scope["headers"] if k.lower() != b"host"]
         r = await client.request(scope["method"], scope["path"], content=raw, headers=headers)
-        out = [(b"content-type", r.headers.get("content-type", "application/json").encode())]
-        await send({"type": "http.response.start", "status": r.status_code, "headers": out})
-        await send({"type": "http.response.body", "body": r.content})
+        await asgi.reply(
+            send, r.status_code, r.content, r.headers.get("content-type", "application/json").encode()
+        )
 
     return app
 
