@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -137,7 +138,13 @@ async def system_one(request: Request) -> Response:
         "diagnostics": decision.diagnostics,
         "read_policy": plan.policy.model_dump(),
     }
-    return Response(orjson.dumps(answer), media_type="application/json")
+    try:
+        payload = orjson.dumps(answer)
+    except orjson.JSONEncodeError:
+        # A score's legend echoes the client's levels, which JSON lets carry integers beyond the 64
+        # bits orjson writes (found by fuzzing: a 500); the standard encoder writes any integer.
+        payload = json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(payload, media_type="application/json")
 
 
 class DecisionRoute:

@@ -152,6 +152,11 @@ CASES: list[Case] = [
         "a number over float range", lambda _: body(state=None).replace(b"null", b"1e999"), frozenset({422})
     ),
     Case(
+        "score levels with integers beyond 64 bits (echoed in the legend)",
+        lambda _: body({"s": {"type": "score", "criteria": [{"n": 2**70}, {"n": -(2**80)}, "high"]}}),
+        frozenset({OK}),
+    ),
+    Case(
         "an integer of 100,000 digits",
         lambda _: body(state=None).replace(b"null", b"9" * 100_000),
         frozenset({422}),
