@@ -36,6 +36,7 @@ class Level:
     shed: int = 0  # 429 or 503
     shed_without_retry_after: int = 0
     hung: int = 0  # no answer by the deadline
+    dropped: int = 0  # no answer, long before the deadline (the connection closed or was refused)
     other: dict[str, int] = field(default_factory=dict)  # any other status
     answered_rps: float = 0.0  # valid answers per second
     ok_p50_ms: float = 0.0
@@ -73,10 +74,10 @@ def run_locust(
     rows = [json.loads(line) for line in records.read_text().splitlines()] if records.exists() else []
     if not rows:
         raise RuntimeError(f"Locust recorded nothing; see {out / f'{name}.locust.log'}")
-    return summarize(name, users, pace_s, rows)
+    return summarize(name, users, pace_s, rows, deadline_s)
 
 
-def summarize(name: str, users: int, pace_s: float, rows: list[dict[str, Any]]) -> Level:
+def summarize(name: str, users: int, pace_s: float, rows: list[dict[str, Any]], deadline_s: float) -> Level:
     first = min(r["sent"] for r in rows)
     span = max(r["sent"] for r in rows) - first or 1.0
     level = Level(name, users, pace_s, round(span, 1), offered_rps=len(rows) / span, sent=len(rows))
@@ -93,8 +94,10 @@ def summarize(name: str, users: int, pace_s: float, rows: list[dict[str, Any]]) 
             level.shed += 1
             shed_ms.append(ms)
             level.shed_without_retry_after += not r.get("retry_after")
-        elif status == 0:
+        elif status == 0 and r["seconds"] >= deadline_s - 0.5:
             level.hung += 1
+        elif status == 0:
+            level.dropped += 1
         else:
             other[str(status)] += 1
         if status:
@@ -121,6 +124,7 @@ def plot(levels: list[Level], deadline_s: float, path: Path) -> None:
         ("answered (valid)", [lv.ok / lv.sent for lv in levels], "tab:green"),
         ("shed (429/503, Retry-After)", [lv.shed / lv.sent for lv in levels], "tab:orange"),
         ("hung past the deadline", [lv.hung / lv.sent for lv in levels], "tab:red"),
+        ("dropped connection", [lv.dropped / lv.sent for lv in levels], "tab:purple"),
         ("other", [(lv.invalid + sum(lv.other.values())) / lv.sent for lv in levels], "tab:gray"),
     ):
         left.bar(names, values, bottom=bottom, label=label, color=color)

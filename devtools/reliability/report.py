@@ -90,16 +90,16 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
         "offers 2x and 5x that rate with paced users (open loop).",
         "",
         "| level | offered req/s | sent | answered (valid) | answered req/s | shed 429/503 "
-        "| shed without Retry-After | hung past deadline | invalid | other | admitted p50 / p99 ms "
+        "| shed without Retry-After | hung past deadline | dropped | invalid | other | admitted p50 / p99 ms "
         "| slowest ms | |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |",
     ]
     for lv in o["levels"]:
-        ok = lv["hung"] == 0 and lv["invalid"] == 0 and not lv["other"]
+        ok = not (lv["hung"] or lv["dropped"] or lv["invalid"] or lv["other"])
         lines.append(
             f"| {lv['name']} | {lv['offered_rps']:.2f} | {lv['sent']} | {lv['ok']} | "
             f"{lv['answered_rps']:.2f} | {lv['shed']} ({lv['shed_share']:.0%}) | "
-            f"{lv['shed_without_retry_after']} | {lv['hung']} | "
+            f"{lv['shed_without_retry_after']} | {lv['hung']} | {lv['dropped']} | "
             f"{lv['invalid']} | {lv['other'] or '-'} | {lv['ok_p50_ms']:.0f} / {lv['ok_p99_ms']:.0f} | "
             f"{lv['slowest_ms']:.0f} | {_mark(ok)} |"
         )

@@ -251,15 +251,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if verdict(figures) else 1
 
 
+def _clean(level: dict[str, Any]) -> bool:
+    """Every request of a load level answered in time: valid, or shed with Retry-After."""
+    return not (level["hung"] or level["dropped"] or level["invalid"] or level["other"])
+
+
 def verdict(figures: dict[str, Any]) -> bool:
     """Whether every target of the run held."""
     hostile = figures["hostile"]
     checks = [
         all(f["ok"] for f in hostile["fuzz"]),
         all(b["problem"] is None for b in hostile["nasty"]),
-        all(
-            lv["hung"] == 0 and lv["invalid"] == 0 and not lv["other"] for lv in figures["overload"]["levels"]
-        ),
+        all(_clean(lv) for lv in figures["overload"]["levels"]),
         figures["slow_engine"]["ok"],
         not figures["security"]["leaks"],
     ]
