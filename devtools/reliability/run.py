@@ -55,7 +55,7 @@ class Sizes:
 
 
 FULL = Sizes(fuzz_examples=4000, router_examples=400, capacity_s=40, overload_s=60)
-SHORT = Sizes(fuzz_examples=40, router_examples=12, capacity_s=8, overload_s=10)
+SHORT = Sizes(fuzz_examples=20, router_examples=6, capacity_s=6, overload_s=8)
 
 GATEWAY_ENV = {
     "DGEMMA_API_KEYS": GATEWAY_KEY + "," + ROUTER_GATEWAY_KEY,
