@@ -28,10 +28,14 @@ def matches(given: str | None, digests: tuple[bytes, ...]) -> bool:
     """Whether `given` (None: the request carries none) is one of the kept secrets. Every digest is
     compared, in constant time, whatever `given` is: the time taken says nothing about them."""
     candidate = digest(given) if given is not None else _ABSENT
+    return _kept(candidate, digests) and given is not None
+
+
+def _kept(candidate: bytes, digests: tuple[bytes, ...]) -> bool:
     ok = False
     for kept in digests:
         ok |= hmac.compare_digest(candidate, kept)
-    return ok and given is not None
+    return ok
 
 
 class KeyRing:
@@ -66,12 +70,12 @@ class KeyRing:
         """The caller: the digest of its key (of any bearer token when open). Raise Unauthorized
         unless `authorization` is `Bearer <an accepted key>`."""
         scheme, _, token = authorization.partition(" ")
-        token = token.strip()
+        caller = digest(token.strip())  # hashed once: the comparison and the cache salt use it
         if self.open:
-            return digest(token)
-        if not matches(token, self._digests) or scheme.lower() != "bearer":
+            return caller
+        if not _kept(caller, self._digests) or scheme.lower() != "bearer":
             raise Unauthorized("Invalid or missing API key.")
-        return digest(token)
+        return caller
 
     def cache_salt(self, caller: bytes) -> str:
         """The engine's prefix-cache salt for a caller (`check`'s result): one per key, so a key's

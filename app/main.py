@@ -31,10 +31,11 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
     Raises ConfigError when no API key is configured and any key is not explicitly allowed, or when
     the calibration file does not match the served model and read policy."""
     keys = KeyRing.from_settings(settings)
+    read_policy = settings.read_policy  # built once: the property validates a model each time
     calibration = None
     if settings.calibration_file is not None:
         calibration = Calibration.load(
-            settings.calibration_file, served_model=settings.served_model, read_policy=settings.read_policy
+            settings.calibration_file, served_model=settings.served_model, read_policy=read_policy
         )
     metrics = Metrics()
     engine = engine or EngineClient(
@@ -55,7 +56,7 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.read_policy = settings.read_policy  # built once: the property validates a model
+    app.state.read_policy = read_policy
     app.state.metrics = metrics
     app.state.keys = keys
     app.state.engine = engine

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import Any, Protocol
+from typing import Protocol
 
 import uvicorn
 from fastapi import FastAPI
@@ -83,5 +83,5 @@ def serve(
         timeout_graceful_shutdown=drain_s,
         timeout_keep_alive=KEEP_ALIVE_S,
     )
-    drain: Any = getattr(app.state, "drain", None)
+    drain: Drain | None = getattr(app.state, "drain", None)
     _Server(config, drain, drain_s).run()

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
-from functools import partial
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -33,8 +30,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from app.polling import wait_until
-from devtools.stack import ROOT, free_port
+from devtools.stack import ROOT, gateway, instant_engine
 from loadtest.corpus import ALERTS, QUESTIONS, decision_body
 from loadtest.overhead import percentile
 
@@ -76,64 +72,23 @@ def baseline_tree(ref: str) -> Path:
     return tree
 
 
-def _spawn(
-    args: list[str], cwd: Path, log: Path, python: str = sys.executable, **env: str
-) -> subprocess.Popen[bytes]:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    # PYTHONPATH first: the tree's own `app` wins over the editable install of this checkout.
-    full_env = {**os.environ, "PYTHONPATH": str(cwd), **env}
-    with log.open("wb") as out:
-        return subprocess.Popen([python, *args], cwd=cwd, env=full_env, stdout=out, stderr=out)
-
-
-@contextmanager
-def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        yield procs
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
-
-def _ready(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def start(procs: list[subprocess.Popen[bytes]], baseline: Path, logs: Path, python: str) -> dict[str, Any]:
-    """The stand-in, the floor and both gateways: {path: base URL} and {path: pid} of the hops
-    (the hops on `python`, the stand-in on this interpreter)."""
-    engine_port, floor_port = free_port(), free_port()
-    engine = f"http://127.0.0.1:{engine_port}"
-    stand_in = ["-m", "devtools.instant_engine", "--model", MODEL, "--port"]
-    procs.append(_spawn([*stand_in, str(engine_port)], ROOT, logs / "engine.log"))
-    procs.append(_spawn([*stand_in, str(floor_port), "--floor", engine], ROOT, logs / "floor.log", python))
-    urls = {"engine": engine, "floor": f"http://127.0.0.1:{floor_port}"}
-    pids = {"floor": procs[-1].pid}
+def start(
+    running: ExitStack, baseline: Path, logs: Path, python: str
+) -> tuple[dict[str, str], dict[str, int]]:
+    """The stand-in, the floor and both gateways, until `running` closes: {path: base URL} and
+    {path: pid} of the hops (the hops on `python`, the stand-in on this interpreter)."""
+    engine = running.enter_context(instant_engine(logs / "engine.log", model=MODEL))
+    hops = {"floor": running.enter_context(
+        instant_engine(logs / "floor.log", model=MODEL, floor=engine.url, python=python)
+    )}  # fmt: skip
+    settings = {"DGEMMA_API_KEYS": KEY, "DGEMMA_LOG_LEVEL": "INFO"}
     for name, tree in (("before", baseline), ("after", ROOT)):
-        port = free_port()
-        procs.append(
-            _spawn(
-                ["-m", "deploy.cli", "serve", "--port", str(port)], tree,
-                logs / f"gateway-{name}.log", python,
-                DGEMMA_ENGINE_URL=engine, DGEMMA_SERVED_MODEL=MODEL, DGEMMA_API_KEYS=KEY,
-                DGEMMA_LOG_LEVEL="INFO",
-            )
-        )  # fmt: skip
-        urls[name], pids[name] = f"http://127.0.0.1:{port}", procs[-1].pid
-    for name in ("engine", "before", "after"):  # the floor answers decisions only: the warm-up proves it
-        probe = f"{urls[name]}/{'health' if name == 'engine' else 'readyz'}"
-        if not wait_until(partial(_ready, probe), 60, abort=lambda: any(x.poll() is not None for x in procs)):
-            raise RuntimeError(f"{name} did not start; logs in {logs}")
-    return {"urls": urls, "pids": pids}
+        log = logs / f"gateway-{name}.log"
+        hops[name] = running.enter_context(
+            gateway(engine.url, log, model=MODEL, cwd=tree, python=python, env=settings)
+        )
+    urls = {"engine": engine.url, **{name: hop.url for name, hop in hops.items()}}
+    return urls, {name: hop.proc.pid for name, hop in hops.items()}
 
 
 def measure(
@@ -236,16 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("reports/gateway-cost.json"))
     args = parser.parse_args(argv)
-    with ExitStack() as stack:
-        procs = stack.enter_context(processes())
-        with console.status("starting the stand-in and two gateways"):
-            started = start(
-                procs, baseline_tree(args.baseline), ROOT / ".cache" / "bench-cost" / "logs", args.python
-            )
+    with ExitStack() as running:
+        with console.status("starting the stand-in, the floor and two gateways"):
+            logs = ROOT / ".cache" / "bench-cost" / "logs"
+            urls, pids = start(running, baseline_tree(args.baseline), logs, args.python)
         costs = [
             c
             for policy in args.policies.split(",")
-            for c in measure(started["urls"], started["pids"], policy, args.rounds, args.block)
+            for c in measure(urls, pids, policy, args.rounds, args.block)
         ]
     report(costs, args.baseline, args.out)
     return 0

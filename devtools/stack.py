@@ -169,11 +169,16 @@ def service(
         stop(proc, grace_s=15)
 
 
-def instant_engine(log: Path, *, delay_s: float = 0.0, model: str = "dgemma", **kwargs: Any) -> Any:
-    """`devtools.instant_engine` as a service (see there)."""
+def instant_engine(
+    log: Path, *, delay_s: float = 0.0, model: str = "dgemma", floor: str | None = None, **kwargs: Any
+) -> Any:
+    """`devtools.instant_engine` as a service (see there); with `floor`, the pass-through floor to
+    that engine URL instead (it answers decisions only: ready when its port is open)."""
     port = free_port()
     args = ["-m", "devtools.instant_engine", "--port", str(port), "--model", model, "--delay-s", str(delay_s)]
-    return service(args, log, "/health", port=port, **kwargs)
+    if floor:
+        args += ["--floor", floor]
+    return service(args, log, None if floor else "/health", port=port, **kwargs)
 
 
 def gateway(

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from app.polling import wait_until
 from devtools.stack import LocalStack, free_port, service
 from loadtest.corpus import ALERTS, decision_body
 
@@ -75,14 +76,9 @@ def _statuses(outcomes: list[Outcome]) -> dict[str, int]:
 def first_poll(check: Any, timeout_s: float, interval_s: float = 0.02) -> float | None:
     """Seconds until `check()` is true (None if never within `timeout_s`)."""
     start = time.monotonic()
-    while time.monotonic() - start < timeout_s:
-        try:
-            if check():
-                return time.monotonic() - start
-        except httpx.HTTPError:
-            pass
-        time.sleep(interval_s)
-    return None
+    if wait_until(check, timeout_s, interval_s=interval_s, errors=(httpx.HTTPError,)) is None:
+        return None
+    return time.monotonic() - start
 
 
 def _ready_code(url: str) -> int:

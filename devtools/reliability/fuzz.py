@@ -45,6 +45,7 @@ class FuzzResult:
     server_errors: list[str] = field(default_factory=list)  # test case ids and bodies, >= 500
     missing_detail: list[str] = field(default_factory=list)  # 4xx without a `detail`
     check_failures: dict[str, int] = field(default_factory=dict)  # schemathesis check -> failed cases
+    leaks: list[str] = field(default_factory=list)  # a watched secret in a recorded response
     cassette: str = ""
 
     @property
@@ -65,9 +66,11 @@ def run(
     workers: int = 2,
     exclude: dict[str, str] = EXCLUDED_CHECKS,
     extra: list[str] | None = None,
+    secrets: dict[str, str] | None = None,
 ) -> FuzzResult:
     """One schemathesis run (all phases but stateful) of `schema` (a URL or a file) against
-    `base_url`; its cassette and log go to `out`."""
+    `base_url`; its cassette and log go to `out`. Each of `secrets` ({what: value}) found in a
+    recorded response is a leak."""
     out.mkdir(parents=True, exist_ok=True)
     cassette = out / f"{service}.vcr.yaml"
     exe = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or "schemathesis"
@@ -89,11 +92,11 @@ def run(
     result = FuzzResult(service, seed, time.monotonic() - started, cassette=str(cassette))
     if not cassette.exists():
         raise RuntimeError(f"schemathesis wrote no cassette; its log:\n{log.read_text()[-3000:]}")
-    read_cassette(cassette, result)
+    read_cassette(cassette, result, secrets or {})
     return result
 
 
-def read_cassette(path: Path, result: FuzzResult) -> None:
+def read_cassette(path: Path, result: FuzzResult, secrets: dict[str, str]) -> None:
     data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     statuses: collections.Counter[str] = collections.Counter()
     failures: collections.Counter[str] = collections.Counter()
@@ -104,6 +107,10 @@ def read_cassette(path: Path, result: FuzzResult) -> None:
         response = item.get("response")
         if not response:
             continue
+        recorded = json.dumps(response)
+        result.leaks += [
+            f"{what} in a response ({item['id']})" for what, s in secrets.items() if s in recorded
+        ]
         request = item["request"]
         path_ = "/" + request["uri"].split("://", 1)[-1].split("/", 1)[-1].split("?", 1)[0]
         status = int(response["status"]["code"])

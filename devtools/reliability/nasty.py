@@ -277,11 +277,11 @@ async def send_all(client: httpx.AsyncClient, limit: int) -> list[Result]:
         start = time.perf_counter()
         r = await client.post(PATH, content=content, headers=case.headers)
         seconds = time.perf_counter() - start
-        results.append(Result(case.name, r.status_code, seconds, len(content), _problem(case, r)))
+        results.append(Result(case.name, r.status_code, seconds, len(content), problem(case, r)))
     return results
 
 
-def _problem(case: Case, r: httpx.Response) -> str | None:
+def problem(case: Case, r: httpx.Response) -> str | None:
     if r.status_code >= 500:
         return f"{r.status_code}: a server error for a client's body ({r.text[:200]})"
     if r.status_code not in case.allowed:

@@ -17,5 +17,5 @@ async def test_a_nasty_body_gets_a_clear_4xx_or_an_answer(make_app: AppFactory, 
     _, gw = make_app(max_body_bytes=LIMIT)
     content = case.make(LIMIT)
     r = await gw.post(nasty.PATH, content=content, headers=case.headers)
-    assert nasty._problem(case, r) is None, (case.name, r.status_code, r.text[:300])
+    assert nasty.problem(case, r) is None, (case.name, r.status_code, r.text[:300])
     assert (await gw.get("/healthz")).status_code == 200
