@@ -75,7 +75,9 @@ ENTRYPOINT ["/opt/router/bin/dgemma", "alerts", "serve"]
 
 FROM base AS runtime
 # FlashInfer breaks DiffusionGemma (per-request causal flag): remove it, and fail the build if any
-# FlashInfer module is still importable.
+# FlashInfer module is still importable. vLLM 0.32's GPU sampler imports it unless
+# VLLM_USE_FLASHINFER_SAMPLER=0 (the engine died at start without it on an H200); the supervisor
+# sets that for the engine, and the ENV below for any `vllm` run by hand in this image.
 RUN pip uninstall -y flashinfer-python flashinfer-cubin flashinfer-jit-cache flashinfer 2>/dev/null; \
     python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('flashinfer') is not None)"
 RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin dgemma
@@ -92,7 +94,8 @@ ENV DGEMMA_ENGINE_MODE=gpu \
     PORT=8080 \
     HOME=/home/dgemma \
     HF_HUB_OFFLINE=1 \
-    VLLM_NO_USAGE_STATS=1
+    VLLM_NO_USAGE_STATS=1 \
+    VLLM_USE_FLASHINFER_SAMPLER=0
 USER 10001:10001
 EXPOSE 8080
 # Exec form: the supervisor is PID 1 and receives Cloud Run's SIGTERM itself.

@@ -18,7 +18,7 @@ from rich.console import Console
 from app.config import ConfigError
 from app.identity import IdentityError
 from deploy.commands import all_commands, missing
-from deploy.errors import DeployError, WeightsError
+from deploy.errors import DeployError, GpuCheckError, WeightsError
 from deploy.fit import FitError
 from deploy.supervisor import StartRefused
 from evals.errors import EvalDataError, EvalError
@@ -35,6 +35,7 @@ EXIT_CODES: tuple[tuple[type[Exception], int, str], ...] = (
     (EvalDataError, 2, "eval data"),
     (GateError, 1, "load-test gate"),
     (DeployError, 1, "deploy failed"),
+    (GpuCheckError, 1, "gpu check"),
     (EvalError, 1, "eval"),
 )
 log = logging.getLogger("deploy")

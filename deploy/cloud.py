@@ -822,7 +822,8 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
         console.print(f"ready in {cold:.0f} s; smoke decision valid")
         report = cfg.directory / f"gate-{suffix}"
         with step(progress, f"load-test gate ({profile.name}) against the candidate"):
-            missed = gate(target, profile, report, headers=headers, warmup_timeout_s=cfg.warmup_seconds)
+            result = gate(target, profile, report, headers=headers, warmup_timeout_s=cfg.warmup_seconds)
+            missed = result.missed
         if missed:
             console.print(
                 f"[red]the gate failed[/]: traffic stays on {serving or 'the previous revision'}; "

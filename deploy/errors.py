@@ -11,3 +11,7 @@ class DeployError(RuntimeError):
 
 class WeightsError(RuntimeError):
     """The checkpoint is not usable; the message names the object or file."""
+
+
+class GpuCheckError(RuntimeError):
+    """`dgemma gpu-check` could not measure: the kit did not start or stop on this GPU."""

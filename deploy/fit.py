@@ -25,10 +25,16 @@ GiB = 2**30
 # The 26B-A4B text architecture (reconstructed from public configs): `dgemma fit` with no checkpoint.
 BIG_CONFIG = Path(__file__).resolve().parent / "models" / "diffusiongemma-26b-a4b.config.json"
 Scheme = Literal["bf16", "w4a16"]
-# What an L4 exposes to CUDA (nvidia-smi: 23,034 MiB) and a typical context + cuBLAS/Triton workspace.
-GPUS: dict[str, float] = {"l4": 23034 / 1024, "a100-40gb": 40960 / 1024 * 0.98, "h100-80gb": 81559 / 1024}
+# What each GPU exposes to CUDA, in GiB (nvidia-smi's memory.total: L4 23,034 MiB; H100 SXM
+# 81,559 MiB; H200 143,771 MiB, read on the H200 of docs/gpu-check-h200.md).
+GPUS: dict[str, float] = {
+    "l4": 23034 / 1024,
+    "a100-40gb": 40960 / 1024 * 0.98,
+    "h100-80gb": 81559 / 1024,
+    "h200": 143771 / 1024,
+}
 # What nvidia-smi calls each GPU (its `name` field contains this).
-GPU_NAMES: dict[str, str] = {"l4": "L4", "a100-40gb": "A100", "h100-80gb": "H100"}
+GPU_NAMES: dict[str, str] = {"l4": "L4", "a100-40gb": "A100", "h100-80gb": "H100", "h200": "H200"}
 # Cloud Run mounts the driver's tools here; PATH may not include it.
 NVIDIA_SMI_DIRS = ("/usr/local/nvidia/bin", "/usr/bin")
 CUDA_CONTEXT_GIB = 1.0
@@ -240,8 +246,10 @@ def detect_gpu() -> tuple[str, float] | None:
         return None
 
 
-def check_gpu(profile: Profile, found: tuple[str, float] | None) -> None:
-    """Refuse a profile sized for another GPU than the one this instance has."""
+def check_gpu(profile: Profile, found: tuple[str, float] | None, *, on_larger: bool = False) -> str:
+    """Refuse a profile sized for another GPU than the one this instance has; with `on_larger`,
+    accept any GPU with at least the profile's memory (the profile's budget measured on a larger
+    GPU). Says what was accepted."""
     if found is None:
         raise FitError(
             f"no NVIDIA GPU visible (nvidia-smi found nothing), but the fit profile sizes vLLM for "
@@ -249,11 +257,23 @@ def check_gpu(profile: Profile, found: tuple[str, float] | None) -> None:
         )
     name, gib = found
     expected = GPUS[profile.gpu]
-    if GPU_NAMES[profile.gpu] not in name or abs(gib - expected) > 0.05 * expected:
-        raise FitError(
-            f"this instance has a {name} with {gib:.1f} GiB, but the fit profile sizes vLLM for "
-            f"{profile.gpu} ({expected:.1f} GiB): set DGEMMA_ENGINE_GPU to the GPU it runs on"
+    if GPU_NAMES[profile.gpu] in name and abs(gib - expected) <= 0.05 * expected:
+        return f"{name} ({gib:.1f} GiB) is the {profile.gpu} the profile sizes"
+    if on_larger and gib >= expected:
+        return (
+            f"{name} ({gib:.1f} GiB) serves the {profile.gpu} profile, held to the {profile.gpu}'s "
+            f"{expected:.1f} GiB (DGEMMA_ENGINE_ON_LARGER_GPU)"
         )
+    if on_larger:
+        raise FitError(
+            f"this instance has a {name} with {gib:.1f} GiB, less than the {expected:.1f} GiB of the "
+            f"{profile.gpu} the profile sizes: it cannot stand in for it"
+        )
+    raise FitError(
+        f"this instance has a {name} with {gib:.1f} GiB, but the fit profile sizes vLLM for "
+        f"{profile.gpu} ({expected:.1f} GiB): set DGEMMA_ENGINE_GPU to the GPU it runs on, or "
+        f"DGEMMA_ENGINE_ON_LARGER_GPU=true to measure the {profile.gpu} profile on this larger GPU"
+    )
 
 
 def check_fits(b: Budget) -> None:
@@ -267,16 +287,21 @@ def check_fits(b: Budget) -> None:
         )
 
 
-def vllm_flags(b: Budget) -> list[str]:
-    """The flags that size vLLM to this budget (the supervisor adds model, names, host, port)."""
+def vllm_flags(b: Budget, host_gpu_gib: float | None = None) -> list[str]:
+    """The flags that size vLLM to this budget (the supervisor adds model, names, host, port).
+    `host_gpu_gib`: the memory of a larger GPU that serves this profile; vLLM's utilization is
+    scaled so that what it asks for is this budget's GPU's share, not the larger one's."""
     p = b.profile
+    utilization = p.gpu_memory_utilization
+    if host_gpu_gib is not None and host_gpu_gib > GPUS[p.gpu]:
+        utilization = round(b.available_gib / host_gpu_gib, 4)
     return [
         "--max-num-seqs", str(p.max_num_seqs),
         "--max-model-len", str(p.max_model_len),
         "--max-num-batched-tokens", str(max(p.max_num_batched_tokens, p.max_model_len)),
         "--diffusion-config", json.dumps({"canvas_length": p.canvas}),
         "--kv-cache-memory-bytes", str(int(b.kv_cache_gib * GiB)),
-        "--gpu-memory-utilization", str(p.gpu_memory_utilization),
+        "--gpu-memory-utilization", str(utilization),
     ]  # fmt: skip
 
 

@@ -15,6 +15,9 @@ from pydantic import Field, field_validator, model_validator
 from app.config import KitSettings
 
 ENGINE_DIR = Path(__file__).resolve().parent / "engine"  # scripts run by the engine's python
+# vLLM 0.32's GPU sampler imports FlashInfer unless this is "0", and the image has no FlashInfer:
+# the engine died at start on an H200 (docs/gpu-check-h200.md). The supervisor sets it.
+FLASHINFER_SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 FLASHINFER_REFUSAL = (
     "FlashInfer is excluded: DiffusionGemma passes `causal` per request as a tensor, which FlashInfer's "
     "metadata builder cannot take (vLLM PR 57250; fix PR 58015 unreleased). Use TRITON_ATTN."
@@ -37,8 +40,17 @@ class EngineSettings(KitSettings):
     engine_attention_backend: str = "TRITON_ATTN"
     """vLLM attention backend on the GPU. FlashInfer is refused: it breaks DiffusionGemma's
     per-request causal flag."""
+    engine_moe_backend: str = "marlin"
+    """vLLM `--moe-backend` for the W4A16 experts. `marlin`: what vLLM picks on the L4 (sm_89) and
+    what the H200 measurement ran; on Hopper, vLLM would pick Humming instead wherever it is
+    installed (the CUDA wheel requires it), a path never measured here. `auto`: vLLM chooses."""
     engine_gpu: str = "l4"
     """GPU the fit profile sizes vLLM for (`dgemma fit --help` lists the known ones)."""
+    engine_on_larger_gpu: bool = False
+    """Serve `engine_gpu`'s profile on a GPU with more memory, held to `engine_gpu`'s budget: the
+    GPU check at start accepts any GPU with at least that memory (`dgemma gpu-check` measures the
+    L4 fit on an H200 so). vLLM 0.32 ignores its utilization once the KV cache is sized in bytes, so
+    the budget is held by measuring the whole GPU's memory against `engine_gpu`'s."""
     engine_max_num_seqs: int = Field(32, ge=1)
     """vLLM `--max-num-seqs`: reads decoded together (the batch in "batch@32")."""
     engine_canvas: int = Field(32, ge=16)

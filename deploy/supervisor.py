@@ -30,7 +30,13 @@ from app.alerts.settings import AlertRouterSettings
 from app.config import ConfigError, redacted, to_env
 from app.polling import wait_http_ok, wait_until
 from app.settings import GatewaySettings
-from deploy.settings import ENGINE_DIR, FLASHINFER_REFUSAL, EngineSettings, SupervisorSettings
+from deploy.settings import (
+    ENGINE_DIR,
+    FLASHINFER_REFUSAL,
+    FLASHINFER_SAMPLER_ENV,
+    EngineSettings,
+    SupervisorSettings,
+)
 
 log = logging.getLogger("deploy.supervisor")
 # The one line that says the stack is up; the local-stack harness waits for it on stdout.
@@ -75,7 +81,7 @@ class Child:
                 target=relay_output, args=(self.proc, relay, self.recent), daemon=True
             )
             self._relay.start()
-        log.info("started %s (pid %d)", self.name, self.proc.pid)
+        log.info("started %s (pid %d)", self.name, self.proc.pid, extra={"argv": self.argv})
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
@@ -159,6 +165,11 @@ def engine_command(gateway: GatewaySettings, engine: EngineSettings) -> tuple[li
     on the GPU, a profile that cannot fit (FitError)."""
     if "FLASHINFER" in os.environ.get("VLLM_ATTENTION_BACKEND", "").upper():
         raise ConfigError(FLASHINFER_REFUSAL)
+    if os.environ.get(FLASHINFER_SAMPLER_ENV, "0") != "0":
+        raise ConfigError(
+            f"{FLASHINFER_SAMPLER_ENV}={os.environ[FLASHINFER_SAMPLER_ENV]} asks vLLM for FlashInfer's "
+            f"sampler, which the image does not have (the engine would die at start): unset it"
+        )
     # What both modes share: the names requests may use, an internal address, and raw logprobs,
     # without which vLLM does not enable /v1/systemone.
     common = [
@@ -212,7 +223,8 @@ def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
 
     config = load_config(engine.model_dir)
     profile = profile_for(engine, config)
-    check_gpu(profile, detect_gpu())  # the GPU it really runs on, not the one the settings name
+    found = detect_gpu()  # the GPU it really runs on, not the one the settings name
+    log.info("GPU: %s", check_gpu(profile, found, on_larger=engine.engine_on_larger_gpu))
     fitted = budget(Arch.from_config(config), profile)
     check_fits(fitted)  # refuse to start rather than die later in vLLM's memory profiling
     argv = [
@@ -220,9 +232,15 @@ def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
         *common,
         "--attention-backend", engine.engine_attention_backend,
         "--enable-prefix-caching",
-        *vllm_flags(fitted),
+        *([] if engine.engine_moe_backend == "auto" else ["--moe-backend", engine.engine_moe_backend]),
+        *vllm_flags(fitted, host_gpu_gib=found[1] if found and engine.engine_on_larger_gpu else None),
     ]  # fmt: skip
-    env = {"VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1", "CUDA_MODULE_LOADING": "LAZY"}
+    env = {
+        "VLLM_NO_USAGE_STATS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "CUDA_MODULE_LOADING": "LAZY",
+        FLASHINFER_SAMPLER_ENV: "0",  # else vLLM's GPU sampler imports FlashInfer, absent here
+    }
     return argv, env
 
 

@@ -21,6 +21,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -141,12 +142,25 @@ def entry_for(path: Path, name: str) -> Entry:
     return Entry(name, path.stat().st_size, sha.hexdigest(), md5_b64, crc_b64)
 
 
-def build_manifest(src: Path) -> Manifest:
+def build_manifest(src: Path, workers: int = 8) -> Manifest:
+    """Every file's entry, hashed `workers` files at a time (hashlib releases the GIL)."""
     files = sorted(p for p in src.rglob("*") if p.is_file() and p.name not in (MANIFEST, STAMP))
     if not files:
         raise WeightsError(f"{src} has no files to upload")
-    entries = tuple(entry_for(p, p.relative_to(src).as_posix()) for p in files)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        entries = tuple(pool.map(lambda p: entry_for(p, p.relative_to(src).as_posix()), files))
     return Manifest(entries, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+
+
+def seal(directory: Path) -> Manifest:
+    """Give a local checkpoint its manifest and stamp and make it read-only: the state the image's
+    baked weights are in, which `dgemma run` checks by sizes (a generated checkpoint, say)."""
+    manifest = build_manifest(directory)
+    (directory / MANIFEST).write_text(manifest.to_json())
+    write_stamp(directory)
+    for path in [*directory.rglob("*"), directory]:  # as the image's COPY --chmod=0555 leaves it
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    return manifest
 
 
 def same_files(a: Manifest, b: Manifest) -> bool:

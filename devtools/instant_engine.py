@@ -1,4 +1,5 @@
-"""An instant stand-in of vLLM's HTTP surface (`/v1/systemone`, `/tokenize`, `/health`, `/v1/models`).
+"""An instant stand-in of vLLM's HTTP surface (`/v1/systemone`, `/tokenize`, `/health`, `/v1/models`,
+`/metrics`).
 
 It answers at once with flat probabilities in vLLM 0.32's native shapes, so a benchmark of the
 gateway in front of it measures the gateway alone. It proves nothing about answers. A bare ASGI app
@@ -42,8 +43,24 @@ def _labels(kind: str, criteria: Any) -> list[str]:
     return list(criteria)
 
 
+def metrics(questions: int, running: int) -> str:
+    """vLLM's /metrics in its names, with stand-in figures: each question's 64 prompt tokens, half
+    of them found in the prefix cache, and the decisions in flight."""
+    return (
+        "# TYPE vllm:prefix_cache_queries counter\n# TYPE vllm:prefix_cache_hits counter\n"
+        "# TYPE vllm:prompt_tokens counter\n"
+        f'vllm:prefix_cache_queries_total{{engine="0"}} {questions * 64}\n'
+        f'vllm:prefix_cache_hits_total{{engine="0"}} {questions * 32}\n'
+        f'vllm:prompt_tokens_total{{engine="0"}} {questions * 64}\n'
+        f'vllm:num_requests_running{{engine="0"}} {running}\n'
+        f'vllm:num_requests_waiting{{engine="0"}} 0\n'
+        f'vllm:kv_cache_usage_perc{{engine="0"}} {min(1.0, running / 32)}\n'
+    )
+
+
 def make_app(model: str, delay_s: float = 0.0) -> Any:
     """The stand-in; `delay_s` holds every `/v1/systemone` answer that long (a slow engine)."""
+    served = {"questions": 0, "running": 0}
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -52,9 +69,16 @@ def make_app(model: str, delay_s: float = 0.0) -> Any:
         path = scope["path"]
         status, out = 200, {}
         if path == "/v1/systemone":
+            served["running"] += 1
             if delay_s:
                 await asyncio.sleep(delay_s)
             out = answer(json.loads(raw))
+            served["running"] -= 1
+            served["questions"] += len(out["answers"])
+        elif path == "/metrics":
+            text = metrics(served["questions"], served["running"]).encode()
+            await asgi.reply(send, 200, text, content_type=b"text/plain; version=0.0.4")
+            return
         elif path == "/tokenize":
             out = {"count": max(1, len(json.loads(raw)["prompt"]) // 4)}
         elif path == "/v1/models":

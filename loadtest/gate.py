@@ -274,6 +274,18 @@ def summary(
     return "\n".join(lines) + "\n"
 
 
+@dataclass
+class GateResult:
+    """What one gate run measured; `missed` names every missed target (empty: it passed)."""
+
+    profile: str
+    measured: dict[str, float]
+    missed: list[str]
+    cold_start_s: float
+    overhead: bench.Overhead | None
+    phases: dict[str, Phase]
+
+
 def run(
     host: str,
     profile: Profile,
@@ -282,9 +294,11 @@ def run(
     headers: Headers | None = None,
     engine_url: str | None = None,
     warmup_timeout_s: float = 900,
-) -> list[str]:
-    """Run the gate against `host`; the missed targets (empty: pass). Reports land in `out`.
-    `headers` go with every request to `host` (default: LoadtestSettings' API-key header)."""
+    on_phase: Callable[[str], None] | None = None,
+) -> GateResult:
+    """Run the gate against `host`; reports land in `out`. `headers` go with every request to
+    `host` (default: LoadtestSettings' API-key header). `on_phase` hears each phase's name as it
+    starts ("latency", "throughput", "overhead") and "done"."""
     if headers is None:
         headers = LoadtestSettings().headers()
     out = out.resolve()  # one meaning, whatever directory Locust or the caller runs in
@@ -293,13 +307,17 @@ def run(
     console.print(f"warm: {cold_start:.1f} s to the first valid decision")
     latency = Phase("latency", 1, profile.latency_seconds)
     throughput = Phase("throughput", profile.users, profile.throughput_seconds)
+    hear = on_phase or (lambda _: None)
     for phase in (latency, throughput):
+        hear(phase.name)
         run_locust(host, phase, profile, out, resolve(headers))
     measured = measurements(latency, throughput, questions=len(QUESTIONS))
     overhead = None
     if engine_url:
+        hear("overhead")
         times = bench.run(host, engine_url, profile.overhead_rounds, resolve(headers))
         overhead = bench.ratios(times)
+    hear("done")
     missed = check(profile.targets, measured)
     chart(latency, throughput, out / "chart.png")
     text = summary(profile, host, measured, missed, cold_start, overhead)
@@ -307,4 +325,5 @@ def run(
     print(text)
     for m in missed:
         console.print(f"[red]missed:[/] {m}")
-    return missed
+    phases = {"latency": latency, "throughput": throughput}
+    return GateResult(profile.name, measured, missed, cold_start, overhead, phases)

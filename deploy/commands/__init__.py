@@ -1,9 +1,9 @@
 """The `dgemma` subcommands, one module each.
 
-A command module has `NAME`, `HELP`, `REQUIRES` (modules it needs beyond the image's lock),
-`add_arguments(parser)` and `run(args) -> int`; `SERVICE = True` marks a long-running process
-that logs JSON lines. `run` parses nothing and calls into the room that does the work; errors are
-typed, and mapped to exit codes in one place (`deploy.cli.EXIT_CODES`).
+A command module (its `NAME` with `-` spelled `_`) has `NAME`, `HELP`, `REQUIRES` (modules it needs
+beyond the image's lock), `add_arguments(parser)` and `run(args) -> int`; `SERVICE = True` marks a
+long-running process that logs JSON lines. `run` parses nothing and calls into the room that does
+the work; errors are typed, and mapped to exit codes in one place (`deploy.cli.EXIT_CODES`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Protocol, cast
 
 NAMES = (
     *("dev", "run", "serve", "model", "toy", "fit", "weights", "quantize", "loadtest", "eval", "calibrate"),
-    *("deploy", "destroy", "keys", "alerts"),
+    *("deploy", "destroy", "keys", "alerts", "gpu-check"),
 )
 
 
@@ -31,7 +31,12 @@ class Command(Protocol):
 
 
 def all_commands() -> list[Command]:
-    return [cast(Command, importlib.import_module(f"deploy.commands.{name}")) for name in NAMES]
+    return [cast(Command, importlib.import_module(f"deploy.commands.{module(name)}")) for name in NAMES]
+
+
+def module(name: str) -> str:
+    """A command's module: its name, `-` spelled `_` (`gpu-check` lives in `gpu_check.py`)."""
+    return name.replace("-", "_")
 
 
 def missing(command: Command | ModuleType) -> list[str]:

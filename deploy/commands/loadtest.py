@@ -66,5 +66,5 @@ def run(args: argparse.Namespace) -> int:
         headers=headers,
         engine_url=args.engine_url,
         warmup_timeout_s=args.warmup_seconds,
-    )
+    ).missed
     return 1 if missed else 0

@@ -3,14 +3,10 @@
 Usage (with a python that has torch, safetensors and compressed-tensors, e.g. the engine's):
     python deploy/engine/quantize.py SRC DST [--group-size 64]
 
-Why our own pass: DiffusionGemma stores each layer's experts as two fused 3-D tensors
-(`experts.gate_up_proj` [E, 2I, H], `experts.down_proj` [E, H, I]). Stock llm-compressor and
-modelopt flows only see nn.Linear modules, so they leave these (about 90 % of the weights) in bf16.
-Here every expert is split out and written per expert under the names vLLM's fused-MoE loader maps
-onto its w13/w2 parameters (`experts.{e}.gate_proj|up_proj|down_proj.weight_packed|weight_scale|
-weight_shape`), together with every dense linear (attention, MLP, self-conditioning).
-Kept in bf16: embeddings (tied lm_head), routers, norms and scales, any vision tower, and the
-self-conditioning MLP (vLLM 0.32 loads it as a plain nn.Linear, which takes no packed weights).
+Why our own pass: DiffusionGemma stores each layer's experts as two fused 3-D tensors (about 90 %
+of the weights). Stock llm-compressor and modelopt flows only see nn.Linear modules, so they leave
+these in bf16. Here every expert is split out and quantized, with every dense linear, in the
+layout `w4a16.py` defines (names, shapes, dtypes, config), which `dgemma model random` also writes.
 
 Method: round-to-nearest, symmetric int4, one bf16 scale per group of `--group-size` input
 columns (32 or 64: the expert width 704 = 11 x 64 is not a multiple of 128), computed, quantized
@@ -23,8 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +32,8 @@ from compressed_tensors.quantization.utils.helpers import calculate_qparams
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-FUSED_EXPERTS = re.compile(r"^(?P<prefix>.*\.experts)\.(?P<kind>gate_up_proj|down_proj)$")
-# 2-D weights that stay bf16: embeddings (tied lm_head), routers, any vision tower, and the
-# self-conditioning MLP, which vLLM 0.32 builds from plain nn.Linear (it refuses
-# `self_conditioning.down_proj.weight_packed`: found by serving a quantized tiny model).
-KEEP = re.compile(r"(embed|router|vision|lm_head|self_conditioning)")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import w4a16
 
 
 def quant_args(group_size: int) -> QuantizationArgs:
@@ -122,25 +115,24 @@ def convert(src: Path, dst: Path, group_size: int) -> dict[str, Any]:
         with safe_open(str(shard), framework="pt") as f:
             for name in f.keys():  # noqa: SIM118 (safe_open is not a dict)
                 t = f.get_tensor(name)
-                fused = FUSED_EXPERTS.match(name)
-                if fused:
-                    _split_experts(fused["prefix"], fused["kind"], t, args, out, report)
-                elif t.dim() == 2 and name.endswith(".weight") and not KEEP.search(name):
-                    q = quantize_linear(t, args)
-                    report.add("dense_linear", t.numel(), relative_error(t, dequantize_linear(q, args)))
-                    base = name.removesuffix(".weight")
-                    out.update({f"{base}.{k}": v for k, v in q.items()})
-                else:
+                packed = w4a16.plan(name, tuple(t.shape))
+                if packed is None:
                     if ".experts." in name:
                         report.expert_tensors_unquantized.append(name)
                     if t.dim() >= 2:
                         report.linear_kept[name] = t.numel()
                     report.add("kept_bf16", t.numel())
                     out[name] = t
+                    continue
+                for p in packed:
+                    w = source_weight(t, p)
+                    q = quantize_linear(w, args)
+                    report.add(p.kind, w.numel(), relative_error(w, dequantize_linear(q, args)))
+                    out.update({f"{p.base}.{k}": v for k, v in q.items()})
         save_file(out, str(dst / shard.name), metadata={"format": "pt"})
         weight_map.update(dict.fromkeys(out, shard.name))
     if len(shards) > 1:
-        index = {"metadata": {}, "weight_map": dict(sorted(weight_map.items()))}
+        index = w4a16.index(weight_map)
         (dst / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
     for extra in src.iterdir():
         if extra.is_file() and extra.suffix != ".safetensors" and extra.name not in (
@@ -148,7 +140,7 @@ def convert(src: Path, dst: Path, group_size: int) -> dict[str, Any]:
         ):  # fmt: skip
             shutil.copy2(extra, dst / extra.name)
     config = json.loads((src / "config.json").read_text())
-    config["quantization_config"] = compressed_tensors_config(group_size)
+    config["quantization_config"] = w4a16.compressed_tensors_config(group_size)
     (dst / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     src_bytes = sum(p.stat().st_size for p in shards)
     dst_bytes = sum(p.stat().st_size for p in dst.glob("*.safetensors"))
@@ -157,58 +149,14 @@ def convert(src: Path, dst: Path, group_size: int) -> dict[str, Any]:
     return summary
 
 
-def _split_experts(
-    prefix: str,
-    kind: str,
-    t: torch.Tensor,
-    args: QuantizationArgs,
-    out: dict[str, torch.Tensor],
-    report: Report,
-) -> None:
-    """[E, 2I, H] gate_up (gate rows first) or [E, H, I] down -> per-expert quantized linears."""
-    for e in range(t.shape[0]):
-        if kind == "gate_up_proj":
-            gate, up = t[e].chunk(2, dim=0)
-            parts = {"gate_proj": gate, "up_proj": up}
-        else:
-            parts = {"down_proj": t[e]}
-        for proj, w in parts.items():
-            q = quantize_linear(w.contiguous(), args)
-            report.add("experts", w.numel(), relative_error(w, dequantize_linear(q, args)))
-            out.update({f"{prefix}.{e}.{proj}.{k}": v for k, v in q.items()})
-
-
-def compressed_tensors_config(group_size: int) -> dict[str, Any]:
-    return {
-        "quant_method": "compressed-tensors",
-        "format": "pack-quantized",
-        "quantization_status": "compressed",
-        "config_groups": {
-            "group_0": {
-                "targets": ["Linear"],
-                "format": "pack-quantized",
-                "weights": {
-                    "num_bits": 4,
-                    "type": "int",
-                    "symmetric": True,
-                    "strategy": "group",
-                    "group_size": group_size,
-                    "dynamic": False,
-                    "observer": "minmax",
-                },
-                "input_activations": None,
-                "output_activations": None,
-            }
-        },
-        "ignore": [
-            "lm_head",
-            "re:.*embed_tokens.*",
-            "re:.*router.*",
-            "re:.*vision.*",
-            "re:.*self_conditioning.*",
-        ],
-        "kv_cache_scheme": None,
-    }
+def source_weight(t: torch.Tensor, p: w4a16.Packed) -> torch.Tensor:
+    """The [out, in] weight `p` takes from its source tensor (one half of one fused expert, or all)."""
+    if p.expert is None:
+        return t
+    w = t[p.expert]
+    if p.half is not None:
+        w = w.chunk(2, dim=0)[0 if p.half == "gate" else 1]
+    return w.contiguous()
 
 
 def main() -> None:

@@ -99,6 +99,30 @@ def test_layout_matches_vllms_loader_and_the_check_can_fail(quantized: Path, tmp
     assert "experts.gate_up_proj: not a quantized expert weight" in bad.stdout
 
 
+def test_a_random_checkpoint_has_the_layout_quantize_writes(quantized: Path, tmp_path: Path) -> None:
+    """`dgemma model random` on the tiny model's architecture: the same tensors (names, shapes,
+    dtypes) and quantization config as `dgemma quantize` of the tiny model, sealed as baked weights."""
+    out = tmp_path / "random"
+    done = subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "model", "random", str(out),
+         "--config", str(TINY / "config.json"),
+         "--tokenizer", str(TINY), "--group-size", "32", "--canvas", "16"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    made, wanted = (_safetensors_inventory(d / "model.safetensors") for d in (out, quantized))
+    assert made == wanted
+    config, reference = (json.loads((d / "config.json").read_text()) for d in (out, quantized))
+    assert config["quantization_config"] == reference["quantization_config"]
+    assert config["text_config"] == reference["text_config"] and config["canvas_length"] == 16
+    assert _layout(out).returncode == 0  # and vLLM's own loader maps every tensor
+    verify = subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "weights", "verify", str(out)], capture_output=True, text=True
+    )
+    assert verify.returncode == 0, verify.stderr  # sealed: `dgemma run` checks it by sizes
+    assert not any(p.stat().st_mode & 0o222 for p in out.iterdir())
+
+
 def test_group_size_must_divide_the_expert_width(stack: Any, tmp_path: Path) -> None:
     done = subprocess.run(
         [

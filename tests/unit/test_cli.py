@@ -82,7 +82,7 @@ def test_the_image_offers_only_commands_its_lock_can_run() -> None:
     locked = _lock_distributions()
     dists = importlib.metadata.packages_distributions()
     for command in registry.all_commands():
-        needed = _third_party_imports(f"deploy.commands.{command.NAME}", set())
+        needed = _third_party_imports(f"deploy.commands.{registry.module(command.NAME)}", set())
         unlocked = {
             m for m in needed if not {d.lower().replace("_", "-") for d in dists.get(m, [m])} & locked
         }

@@ -52,6 +52,7 @@ def test_gpu_command_from_the_l4_profile(int4_model: Path) -> None:
     ]
     assert _flag(argv, "--logprobs-mode") == "raw_logprobs"  # /v1/systemone needs it
     assert _flag(argv, "--attention-backend") == "TRITON_ATTN"
+    assert _flag(argv, "--moe-backend") == "marlin"  # the L4's own choice, and what the H200 measured
     assert _flag(argv, "--max-num-seqs") == "32"
     assert json.loads(_flag(argv, "--diffusion-config")) == {"canvas_length": 32}
     assert int(_flag(argv, "--kv-cache-memory-bytes")) > 2**30
@@ -110,3 +111,35 @@ def test_no_gpu_at_all_is_refused_in_gpu_mode(
     with pytest.raises(FitError, match="no NVIDIA GPU visible"):
         engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
     engine_command(GATEWAY, EngineSettings(engine_mode="cpu", model_dir=int4_model))  # CPU needs none
+
+
+def test_the_gpu_engine_never_asks_for_flashinfers_sampler(
+    int4_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, env = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    assert env["VLLM_USE_FLASHINFER_SAMPLER"] == "0"  # else vLLM 0.32 imports FlashInfer at start
+    monkeypatch.setenv("VLLM_USE_FLASHINFER_SAMPLER", "1")
+    with pytest.raises(ConfigError, match="FlashInfer's sampler"):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+
+
+def test_the_l4_profile_on_a_larger_gpu_only_when_asked(int4_model: Path, an_l4: Path) -> None:
+    fake_nvidia_smi(an_l4, "NVIDIA H200", 143771)
+    with pytest.raises(FitError, match="DGEMMA_ENGINE_ON_LARGER_GPU=true"):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    on_h200 = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_on_larger_gpu=True)
+    argv, _ = engine_command(GATEWAY, on_h200)
+    fake_nvidia_smi(an_l4)  # an L4 again
+    on_l4, _ = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    # The same engine as on the L4, and vLLM asks for the L4's share of the H200, not 92 % of it.
+    for flag in ("--max-num-seqs", "--max-model-len", "--kv-cache-memory-bytes", "--diffusion-config"):
+        assert _flag(argv, flag) == _flag(on_l4, flag), flag
+    asked = float(_flag(argv, "--gpu-memory-utilization")) * 143771
+    assert asked == pytest.approx(0.92 * 23034, rel=1e-3)
+
+
+def test_a_smaller_gpu_cannot_stand_in_for_the_profile(int4_model: Path, an_l4: Path) -> None:
+    fake_nvidia_smi(an_l4, "NVIDIA T4", 15360)
+    settings = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_on_larger_gpu=True)
+    with pytest.raises(FitError, match="cannot stand in"):
+        engine_command(GATEWAY, settings)

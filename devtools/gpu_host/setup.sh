@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Make an offline GPU host (Python 3.12, a CUDA driver, no package index) able to run `dgemma
+# gpu-check`: vLLM 0.32's CUDA build and its wheels into one directory, the kit's own dependencies
+# into another, as the image keeps them apart (vLLM in the system python, the gateway in a venv).
+#
+# Usage: devtools/gpu_host/setup.sh BUNDLE_DIR KIT_WHEELS_DIR [PREFIX]
+#   BUNDLE_DIR: the untarred bundle of ../shared/tools/gpu-bundle.sh (bundle/whl/*.whl)
+#   KIT_WHEELS_DIR: wheels of requirements/gateway.lock, locust and matplotlib (cp312, manylinux)
+#   PREFIX (default /root/gpu): gets site/ (vLLM), kit/ (the kit's dependencies) and bin/ (`vllm`,
+#   `engine-python`, `dgemma`); put PREFIX/bin first on PATH.
+set -euo pipefail
+bundle=${1:?BUNDLE_DIR}; kit=${2:?KIT_WHEELS_DIR}; prefix=${3:-/root/gpu}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+py=$(command -v python3)
+mkdir -p "$prefix/bin"
+start=$(date +%s)
+"$py" -m pip install -q --no-index --no-deps --no-compile --target "$prefix/site" "$bundle"/bundle/whl/*.whl
+"$py" -m pip install -q --no-index --no-deps --no-compile --target "$prefix/kit" "$kit"/*.whl
+# The host's torchvision was built for its own torch: copy it beside the bundle's torch and guard its
+# fake-op registrations as the engine venv's is (deploy/engine/patch_torchvision.py).
+tv=$(PYTHONPATH="$prefix/site" "$py" -c "import importlib.util as u; print(u.find_spec('torchvision').submodule_search_locations[0])")
+[ "$tv" = "$prefix/site/torchvision" ] || cp -r "$tv" "$prefix/site/"
+PYTHONPATH="$prefix/site" "$py" "$here/deploy/engine/patch_torchvision.py"
+cat > "$prefix/bin/engine-python" <<SH
+#!/bin/sh
+# The engine's python: vLLM's site first (the supervisor's environment carries the kit's).
+PYTHONPATH=$prefix/site exec $py "\$@"
+SH
+cat > "$prefix/bin/vllm" <<SH
+#!/bin/sh
+PYTHONPATH=$prefix/site exec $py -m vllm.entrypoints.cli.main "\$@"
+SH
+cat > "$prefix/bin/dgemma" <<SH
+#!/bin/sh
+PYTHONPATH=$here:$prefix/kit DGEMMA_ENGINE_PYTHON=$prefix/bin/engine-python exec $py -m deploy.cli "\$@"
+SH
+chmod +x "$prefix/bin/"*
+"$prefix/bin/engine-python" -c "import vllm, torch; print('vllm', vllm.__version__, '| torch', torch.__version__, '| cuda', torch.cuda.is_available())"
+"$prefix/bin/dgemma" gpu-check --help >/dev/null
+echo "GPU host ready in $(( $(date +%s) - start )) s: PATH=$prefix/bin:\$PATH"
