@@ -68,6 +68,12 @@ class Arch:
         t = config.get("text_config", config)
         layers = int(t["num_hidden_layers"])
         types = tuple(t.get("layer_types") or ["sliding_attention"] * (layers - 1) + ["full_attention"])
+        # transformers 5.19 saves the full-attention layers' shape as per-layer overrides, not as
+        # global_head_dim / num_global_key_value_heads (which published configs carry).
+        per_layer = t.get("per_layer_config") or {}
+        full: dict[str, Any] = next(
+            (v for k, v in per_layer.items() if types[int(k)] == "full_attention"), {}
+        )
         return cls(
             vocab=int(t["vocab_size"]),
             hidden=int(t["hidden_size"]),
@@ -76,8 +82,12 @@ class Arch:
             heads=int(t["num_attention_heads"]),
             kv_heads=int(t["num_key_value_heads"]),
             head_dim=int(t["head_dim"]),
-            global_kv_heads=int(t.get("num_global_key_value_heads") or t["num_key_value_heads"]),
-            global_head_dim=int(t.get("global_head_dim") or t["head_dim"]),
+            global_kv_heads=int(
+                t.get("num_global_key_value_heads")
+                or full.get("num_key_value_heads")
+                or t["num_key_value_heads"]
+            ),
+            global_head_dim=int(t.get("global_head_dim") or full.get("head_dim") or t["head_dim"]),
             experts=int(t["num_experts"]),
             top_k=int(t["top_k_experts"]),
             moe_intermediate=int(t["moe_intermediate_size"]),

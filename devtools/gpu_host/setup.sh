@@ -14,8 +14,10 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 py=$(command -v python3)
 mkdir -p "$prefix/bin"
 start=$(date +%s)
-"$py" -m pip install -q --no-index --no-deps --no-compile --target "$prefix/site" "$bundle"/bundle/whl/*.whl
-"$py" -m pip install -q --no-index --no-deps --no-compile --target "$prefix/kit" "$kit"/*.whl
+# With bytecode, as the image's packages have it: without, the first start compiles it (about 25 s
+# of the first cold start on the H200, docs/gpu-check-h200/README.md).
+"$py" -m pip install -q --no-index --no-deps --target "$prefix/site" "$bundle"/bundle/whl/*.whl
+"$py" -m pip install -q --no-index --no-deps --target "$prefix/kit" "$kit"/*.whl
 # The host's torchvision was built for its own torch: copy it beside the bundle's torch and guard its
 # fake-op registrations as the engine venv's is (deploy/engine/patch_torchvision.py).
 tv=$(PYTHONPATH="$prefix/site" "$py" -c "import importlib.util as u; print(u.find_spec('torchvision').submodule_search_locations[0])")
