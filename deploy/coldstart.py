@@ -2,8 +2,10 @@
 the figure comes from. Projections until measured on an L4; `cold_start_budget_s` in terraform/ must
 cover the slowest (tests/terraform) and README's table is generated from here (`make docs`).
 
-Sources: shared reference "Cold start on Cloud Run L4" (published measurements, cited there) and
-this repository's own measurements where the label says "measured here".
+Sources: shared reference "Cold start on Cloud Run L4" (published measurements, cited there), this
+repository's own measurements where the label says "measured here", and the GPU check on an H200
+(docs/gpu-check-h200/): the engine's phases were measured there, through the supervisor, and are
+projected to the L4's host (8 vCPU instead of 16 cores: vLLM's compilation runs on the CPU).
 """
 
 from __future__ import annotations
@@ -27,27 +29,30 @@ class Phase:
 COMMON_START = [
     Phase("instance and container up", 6, 10, "published", "L4 drivers ready ~5 s (doc); 4-11 s measured"),
     Phase(
-        "Python, vLLM import, CUDA init",
-        10,
-        20,
-        "published",
-        "~16 s in a RunPod log",
+        "vLLM's processes up (imports, config, engine core)",
+        45,
+        70,
+        "projected",
+        "measured on an H200: 43 s from the engine's spawn to its engine core (warm start, bytecode "
+        "compiled); more on 8 vCPU",
     ),
 ]
 COMMON_END = [
     Phase(
-        "engine init (eager, text only)",
-        15,
-        50,
-        "published",
-        "djev-run DiffusionGemma on Cloud Run: 'init engine' 49.1 s eager; lower with profile run skipped",
+        "engine init, compile cache cold",
+        200,
+        400,
+        "projected",
+        "measured on an H200: 196 s (torch.compile 104.5 s, warm-up 37.6 s, Triton JIT and CUDA graphs "
+        "51 s), CPU-bound; x1-2 on 8 vCPU. With a warm cache it was 20.7 s",
     ),
     Phase(
         "gateway ready, first decision",
-        1,
-        5,
+        3,
+        25,
         "projected",
-        "a short prompt, one read",
+        "measured on an H200: the gateway 2 s, the first decision 16.6 s with cold caches (vLLM "
+        "JIT-compiles three Triton kernels of the decision path at the first read)",
     ),
 ]
 WEIGHTS: dict[WeightsMode, list[Phase]] = {
