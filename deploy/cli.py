@@ -50,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
         if lacking:  # offer only what this installation can run (the image's lock has no Locust)
             absent.append(f"{command.NAME} (needs {', '.join(lacking)})")
             continue
-        cmd = sub.add_parser(command.NAME, help=command.HELP, description=command.HELP)
+        # argparse %-formats help strings (`%(default)s`): a literal `%` in a summary must be doubled.
+        summary = command.HELP.replace("%", "%%")
+        cmd = sub.add_parser(command.NAME, help=summary, description=summary)
         command.add_arguments(cmd)
         cmd.set_defaults(run=command.run, logs_json=getattr(command, "SERVICE", False))
     if absent:

@@ -41,9 +41,9 @@ from app.config import ConfigError
 from app.polling import wait_until
 from deploy.errors import GpuCheckError
 from deploy.fit import GPUS, NVIDIA_SMI_DIRS, Budget, detect_gpu
+from deploy.supervisor import READY_PREFIX
 
 console = Console(stderr=True, soft_wrap=True)
-READY_PREFIX = "dgemma ready:"  # deploy.supervisor.READY_PREFIX, not imported: this process never runs one
 MIB = 2**20
 
 # What vLLM 0.32's log says of each phase of its start: (key, pattern, group converters).

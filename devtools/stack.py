@@ -47,6 +47,20 @@ class LocalStack:
         raise RuntimeError("engine process not found")
 
 
+def gateway_idle(url: str) -> bool:
+    """No decision in flight or waiting at the gateway at `url` (its /metrics gauges)."""
+    gauges = ("dgemma_decisions_inflight ", "dgemma_decisions_queued ")
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return not [ln for ln in text.splitlines() if ln.startswith(gauges) and not ln.endswith(" 0.0")]
+
+
+def wait_idle(url: str, timeout_s: float = 180) -> bool:
+    """Wait until the gateway at `url` reads nothing: a measurement that needs its slots (a budget,
+    a latency) starts on an idle engine, not behind work an earlier step left queued (a load test's
+    last requests, a router's classifications that it retries later)."""
+    return bool(wait_until(lambda: gateway_idle(url), timeout_s, interval_s=1, errors=(httpx.HTTPError,)))
+
+
 def spawn_dev(engine_log: Path, **env: str) -> tuple[subprocess.Popen[str], int, int, int]:
     """Start `dgemma dev` on free ports in a session of its own; (process, gateway port, engine port,
     alert router port)."""

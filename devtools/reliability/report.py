@@ -74,6 +74,7 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
     ]
     lines += [
         f"| {b['name']} | {b['body_bytes']} | {b['status']} | {b['seconds'] * 1000:.0f} |"
+        + (f" shed {b['shed']} time(s) first (429) |" if b.get("shed") else "")
         + (f" **{b['problem']}**" if b["problem"] else "")
         for b in h["nasty"]
     ]

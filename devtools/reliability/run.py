@@ -28,7 +28,7 @@ from app.settings import GatewaySettings
 from devtools.alertrig import router_process
 from devtools.reliability import faults, fuzz, nasty, overload
 from devtools.reliability.report import write_report
-from devtools.stack import ROOT, LocalStack, Service, gateway, local_stack
+from devtools.stack import ROOT, LocalStack, Service, gateway, local_stack, wait_idle
 
 console = Console(stderr=True)
 
@@ -111,6 +111,7 @@ def hostile_input(gw: Service, router_url: str, out: Path, sizes: Sizes, seed: i
                      secrets=SECRETS)
         )  # fmt: skip
     limit = GatewaySettings.model_fields["max_body_bytes"].default  # the gateway runs with it
+    wait_idle(gw.url)  # the routers' fuzzing leaves classifications the router retries later
     started = time.monotonic()
 
     async def corpus() -> list[nasty.Result]:

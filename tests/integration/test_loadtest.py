@@ -15,8 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.polling import wait_until
-from devtools.stack import ROOT
+from devtools.stack import ROOT, wait_idle
 from devtools.stack import LocalStack as Stack
 from tests.helpers import GatewayFactory
 
@@ -28,13 +27,7 @@ def idle_afterwards(stack: Stack) -> Iterator[None]:
     """Locust stops its users, but the gateway still finishes what they queued: wait for that, so
     later tests see an idle engine."""
     yield
-
-    def idle() -> bool:
-        metrics = httpx.get(f"{stack.url}/metrics").text
-        gauges = ("dgemma_decisions_inflight ", "dgemma_decisions_queued ")
-        return not [ln for ln in metrics.splitlines() if ln.startswith(gauges) and not ln.endswith(" 0.0")]
-
-    wait_until(idle, 180, interval_s=1)
+    wait_idle(stack.url)
 
 
 def _gate(

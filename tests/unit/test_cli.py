@@ -120,3 +120,12 @@ def test_profile_overrides_are_checked() -> None:
     with pytest.raises(ProfileError, match="is not a number"):
         Profile.load("cpu-smoke").overridden(["latency_p95_ms=fast"])
     assert issubclass(GateError, RuntimeError) and not issubclass(GateError, SystemExit)
+
+
+def test_every_commands_help_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """`dgemma --help` and each `dgemma COMMAND --help` (a `%` in a summary once crashed the first)."""
+    for argv in (["--help"], *([c.NAME, "--help"] for c in registry.all_commands())):
+        with pytest.raises(SystemExit) as done:
+            cli.build_parser().parse_args(argv)
+        assert done.value.code == 0, argv
+    assert "gpu-check" in capsys.readouterr().out
