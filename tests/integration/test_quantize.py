@@ -115,7 +115,7 @@ def test_a_random_checkpoint_has_the_layout_quantize_writes(quantized: Path, tmp
     config, reference = (json.loads((d / "config.json").read_text()) for d in (out, quantized))
     assert config["quantization_config"] == reference["quantization_config"]
     assert config["text_config"] == reference["text_config"] and config["canvas_length"] == 16
-    assert _layout(out).returncode == 0  # and vLLM's own loader maps every tensor
+    # (vLLM's own loader maps quantize's output: test_layout_matches_vllms_loader_and_the_check_can_fail)
     verify = subprocess.run(
         [sys.executable, "-m", "deploy.cli", "weights", "verify", str(out)], capture_output=True, text=True
     )
