@@ -28,7 +28,7 @@ from app.polling import wait_until
 from devtools.alertmanager import alertmanager, ensure_installed
 from devtools.alertrig import ROUTING_KEY, Proxy, Receiver, router_process, write_policy
 from devtools.metadata import claims_of, fake_metadata, serving
-from devtools.stack import ROOT, LocalStack, wait_idle
+from devtools.stack import ROOT, LocalStack
 
 pytestmark = pytest.mark.engine
 DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"
@@ -146,10 +146,10 @@ def test_a_down_service_pages_unclassified_at_once_and_updates_the_same_incident
     assert update["event_action"] == "trigger" and update["dedup_key"] == first["dedup_key"]
     assert update["payload"]["custom_details"]["classified"] is True
     assert update["payload"]["custom_details"]["reason"].startswith("classified late:")
-    assert len(rig.pd.about(key)) == 2 and [d["page"]["classified"] for d in rig.audit.about(key)] == [
-        False,
-        True,
-    ]
+    assert len(rig.pd.about(key)) == 2
+    # The audit webhook is a sink of its own: its copy of the update may land after PagerDuty's.
+    wait_until(lambda: len(rig.audit.about(key)) >= 2, 15, interval_s=0.1)
+    assert [d["page"]["classified"] for d in rig.audit.about(key)] == [False, True]
     print(f"unclassified page {paged_in:.1f} s after firing, with the service down")
 
 
@@ -190,16 +190,6 @@ def test_grafana_and_cloud_monitoring_payloads(rig: Rig) -> None:
         assert r.status_code == 200, r.text
     key = f"cloud-monitoring:{opened['incident']['incident_id']}"
     assert [e["event_action"] for e in rig.pages(key, 2)] == ["trigger", "resolve"]
-
-
-def test_the_dev_stack_runs_the_router(stack: LocalStack) -> None:
-    # Within the budget, on an engine that is not still reading this module's earlier alerts.
-    assert wait_idle(stack.url)
-    body = json.loads((DATA / "alertmanager_firing.json").read_text())
-    r = httpx.post(f"{stack.alerts_url}/v1/alerts/alertmanager", json=body, timeout=60)
-    assert r.status_code == 200, r.text
-    outcomes = r.json()["outcomes"]
-    assert sum(outcomes.values()) == len(body["alerts"]) and set(outcomes) <= {"page", "ticket", "drop"}
 
 
 def test_replay_shows_what_the_policy_would_do(rig: Rig, stack: LocalStack, tmp_path: Path) -> None:
