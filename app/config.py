@@ -1,7 +1,7 @@
 """What every settings section shares: the `DGEMMA_` prefix, logging knobs, loading with clear
 errors, env-var names (for the README table and child processes) and a redacted view for logs.
 
-Each process owns one section (`app.settings.GatewaySettings`, `deploy.settings.SupervisorSettings`,
+Each process owns one section (`app.settings.GatewaySettings`, `deploy.runtime.settings.SupervisorSettings`,
 ...); a section is read once, at its entry point.
 """
 

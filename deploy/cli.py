@@ -17,10 +17,10 @@ from rich.console import Console
 
 from app.config import ConfigError
 from app.identity import IdentityError
-from deploy.commands import all_commands, missing
+from deploy.commands import NAMES, all_commands, missing
 from deploy.errors import DeployError, GpuCheckError, WeightsError
-from deploy.fit import FitError
-from deploy.supervisor import StartRefused
+from deploy.runtime.gpu_budget import FitError
+from deploy.runtime.supervisor import StartRefused
 from evals.errors import EvalDataError, EvalError
 from loadtest.gate import GateError, ProfileError
 
@@ -41,7 +41,9 @@ EXIT_CODES: tuple[tuple[type[Exception], int, str], ...] = (
 log = logging.getLogger("deploy")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """Every command's summary; the arguments of `selected` only, when named (all for `--help`), so
+    that a command's start loads no other command's room (`dgemma alerts serve` in the router image)."""
     parser = argparse.ArgumentParser(prog="dgemma", description="The DiffusionGemma decision kit.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     absent = []
@@ -53,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         # argparse %-formats help strings (`%(default)s`): a literal `%` in a summary must be doubled.
         summary = command.HELP.replace("%", "%%")
         cmd = sub.add_parser(command.NAME, help=summary, description=summary)
-        command.add_arguments(cmd)
+        if selected in (None, command.NAME):
+            command.add_arguments(cmd)
         cmd.set_defaults(run=command.run, logs_json=getattr(command, "SERVICE", False))
     if absent:
         parser.epilog = "Not installed here: " + "; ".join(absent) + "."
@@ -61,7 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    named = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(named if named in NAMES else None).parse_args(argv)
     try:
         code: int = args.run(args)
     except KeyboardInterrupt:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from deploy.weights import MANIFEST, build_manifest, verify, write_stamp
+from deploy.runtime.weights import MANIFEST, build_manifest, verify, write_stamp
 
 console = Console()
 

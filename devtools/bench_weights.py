@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from deploy.weights import client_from_env, download, parse_gs, sha256_file, upload
+from deploy.runtime.weights import client_from_env, download, parse_gs, sha256_file, upload
 from devtools.gcs import fake_gcs
 
 console = Console()

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 
 from app.polling import wait_until
-from deploy.devstack import DEV_MODELS
-from deploy.supervisor import READY_PREFIX
+from deploy.devstack.stack import DEV_MODELS
+from deploy.runtime.supervisor import READY_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 

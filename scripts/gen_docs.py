@@ -16,7 +16,7 @@ from pathlib import Path
 from app.alerts.settings import AlertRouterSettings
 from app.config import KitSettings, env_names
 from app.settings import GatewaySettings
-from deploy.settings import EngineSettings, SupervisorSettings
+from deploy.runtime.settings import EngineSettings, SupervisorSettings
 from evals.settings import EvalSettings
 from loadtest.settings import LoadtestSettings
 
@@ -73,8 +73,8 @@ def tables() -> str:
 
 
 def coldstart() -> str:
-    from deploy.coldstart import phases, total
-    from deploy.fit import WEIGHTS_MODES
+    from deploy.cloud.coldstart import phases, total
+    from deploy.runtime.settings import WEIGHTS_MODES
 
     rows = ["| weights mode | phase | seconds | kind | how |", "| --- | --- | ---: | --- | --- |"]
     for mode in WEIGHTS_MODES:

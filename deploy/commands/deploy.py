@@ -23,6 +23,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from deploy.runtime.settings import WEIGHTS_MODES
+
     add_common(parser)
     weights = parser.add_argument_group("weights")
     weights.add_argument("--checkpoint", type=Path, help="local checkpoint, uploaded if it differs")
@@ -30,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     weights.add_argument(
         "--weights-mode",
         default="auto",
-        choices=["auto", "baked", "download", "gcs_fuse"],
+        choices=["auto", *WEIGHTS_MODES],
         help="how instances get the checkpoint; auto: the fastest start whose memory budget fits",
     )
     service = parser.add_argument_group("service")
@@ -64,8 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config(args: argparse.Namespace) -> object:
     from app.config import load
-    from deploy.cloud import DeployConfig
-    from deploy.settings import EngineSettings
+    from deploy.cloud.rollout import DeployConfig
+    from deploy.runtime.settings import EngineSettings
 
     return DeployConfig(
         project=args.project,
@@ -97,7 +99,7 @@ def config(args: argparse.Namespace) -> object:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from deploy.cloud import DeployConfig, deploy
+    from deploy.cloud.rollout import DeployConfig, deploy
 
     cfg = config(args)
     assert isinstance(cfg, DeployConfig)

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from deploy.cloud import DeployConfig, destroy
+    from deploy.cloud.rollout import DeployConfig, destroy
     from deploy.commands.deploy import config
 
     cfg = config(args)

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from app.config import load
     from app.observability import configure_logging
     from app.settings import GatewaySettings
-    from deploy.devstack import (
+    from deploy.devstack.stack import (
         DEV_MODELS,
         DEV_ROUTER_DEFAULTS,
         console,
@@ -35,8 +35,8 @@ def run(args: argparse.Namespace) -> int:
         ensure_tiny_model,
         verify_toy_model,
     )
-    from deploy.settings import SupervisorSettings
-    from deploy.supervisor import Supervisor
+    from deploy.runtime.settings import SupervisorSettings
+    from deploy.runtime.supervisor import Supervisor
 
     settings = load(SupervisorSettings, engine_port=args.engine_port)
     gateway = load(GatewaySettings, dev_gateway_defaults(DEV_MODELS[settings.dev_model]), port=args.port)

@@ -15,7 +15,8 @@ REQUIRES: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from deploy.fit import GPUS
+    from deploy.runtime.gpu_budget import GPUS
+    from deploy.runtime.settings import WEIGHTS_MODES
 
     parser.add_argument("checkpoint", type=Path, nargs="?", help="config.json or its directory")
     parser.add_argument("--gpu", choices=list(GPUS))
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-memory-utilization", type=float)
     parser.add_argument(
         "--weights-mode",
-        choices=["baked", "download", "gcs_fuse", "all"],
+        choices=[*WEIGHTS_MODES, "all"],
         default="all",
         help="the instance-memory side: how the checkpoint reaches the instance (default: all three)",
     )
@@ -39,19 +40,14 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from app.config import load
-    from deploy.fit import (
-        BIG_CONFIG,
+    from deploy.cloud.host_budget import (
         INSTANCE_MEMORY_GIB,
-        WEIGHTS_MODES,
-        FitError,
-        check_fits,
         check_host_fits,
         checkpoint_bytes,
-        fit,
         host_budget,
-        vllm_flags,
     )
-    from deploy.settings import EngineSettings
+    from deploy.runtime.gpu_budget import BIG_CONFIG, FitError, check_fits, fit, vllm_flags
+    from deploy.runtime.settings import WEIGHTS_MODES, EngineSettings
 
     b = fit(
         load(EngineSettings),

@@ -15,7 +15,7 @@ REQUIRES: tuple[str, ...] = ("locust", "matplotlib")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from deploy.fit import GPUS
+    from deploy.runtime.gpu_budget import GPUS
 
     parser.add_argument(
         "model", type=Path, help="a checkpoint with a manifest (`dgemma model random DIR` makes one)"
@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from deploy.gpucheck import Options
-    from deploy.gpucheck import run as check
+    from deploy.gpucheck.check import Options
+    from deploy.gpucheck.check import run as check
 
     result = check(
         Options(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deploy.auth import MODES
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The data, the service and how to ask it."""
+    from deploy.cloud.auth import MODES
+
     parser.add_argument("--data", type=Path, required=True, help="labelled JSONL (README, Eval)")
     parser.add_argument("--url", required=True, help="gateway base URL")
     parser.add_argument("--limit", type=int, help="only the first N items")
@@ -27,7 +27,7 @@ def headers(args: argparse.Namespace) -> dict[str, str]:
     """The eval's key (EvalSettings) and, for a private service, an ID token. Refuses bad counts."""
     from app.config import ConfigError, load
     from app.identity import audience_of
-    from deploy.auth import id_tokens
+    from deploy.cloud.auth import id_tokens
     from evals.settings import EvalSettings
 
     if (args.limit is not None and args.limit < 1) or args.concurrency < 1:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deploy.auth import MODES
-
 NAME = "loadtest"
 HELP = "the rollout gate: Locust latency + batch@32 phases vs a profile (exit 1 naming missed targets)"
 REQUIRES: tuple[str, ...] = ("locust", "matplotlib")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from deploy.cloud.auth import MODES
+
     parser.add_argument("--host", required=True, help="gateway base URL")
     parser.add_argument("--profile", default="cpu-smoke", help="a profile of loadtest/profiles.toml")
     parser.add_argument("--out", type=Path, default=Path("reports/loadtest"), help="report directory")
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.config import ConfigError, load
     from app.identity import audience_of
-    from deploy.auth import id_tokens
+    from deploy.cloud.auth import id_tokens
     from loadtest.gate import Headers, Profile
     from loadtest.gate import run as gate
     from loadtest.settings import LoadtestSettings

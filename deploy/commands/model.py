@@ -12,8 +12,8 @@ REQUIRES: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from deploy.checkpoints import TOY_DIR
-    from deploy.fit import BIG_CONFIG
+    from deploy.models import TOY_DIR
+    from deploy.runtime.gpu_budget import BIG_CONFIG
 
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     tiny = kinds.add_parser("tiny", help="the tiny random-weight DiffusionGemma the local stack serves")
@@ -38,17 +38,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.config import load
-    from deploy.settings import EngineSettings
+    from deploy.runtime.settings import EngineSettings
 
     settings = load(EngineSettings)
     if args.kind == "tiny":
-        from deploy.devstack import ensure_tiny_model
+        from deploy.devstack.stack import ensure_tiny_model
 
         ensure_tiny_model(args.out_dir or settings.model_dir, settings.engine_python)
         return 0
     from rich.console import Console
 
-    from deploy.checkpoints import random_checkpoint
+    from deploy.models.checkpoints import random_checkpoint
 
     summary = random_checkpoint(
         args.out_dir,

@@ -19,9 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.config import load
-    from deploy.settings import ENGINE_DIR, EngineSettings
+    from deploy.models import SCRIPTS
+    from deploy.runtime.settings import EngineSettings
 
     settings = load(EngineSettings)
     # torch and compressed-tensors live in the engine's environment; the report lands beside the weights.
-    argv = [str(settings.engine_python), str(ENGINE_DIR / "quantize.py"), str(args.src), str(args.dst)]
+    argv = [str(settings.engine_python), str(SCRIPTS / "quantize.py"), str(args.src), str(args.dst)]
     return subprocess.run([*argv, "--group-size", str(args.group_size)]).returncode

@@ -20,8 +20,8 @@ def run(args: argparse.Namespace) -> int:
     from app.config import load
     from app.observability import configure_logging
     from app.settings import GatewaySettings
-    from deploy.settings import SupervisorSettings
-    from deploy.supervisor import Supervisor
+    from deploy.runtime.settings import SupervisorSettings
+    from deploy.runtime.supervisor import Supervisor
 
     gateway = load(GatewaySettings, host=args.host, port=args.port)
     settings = load(SupervisorSettings)

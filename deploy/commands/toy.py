@@ -32,8 +32,9 @@ def run(args: argparse.Namespace) -> int:
     import subprocess
 
     from app.config import ConfigError, load
-    from deploy.devstack import ensure_engine_env, toy_task
-    from deploy.settings import ENGINE_DIR, EngineSettings
+    from deploy.devstack.stack import ensure_engine_env, toy_task
+    from deploy.models import SCRIPTS
+    from deploy.runtime.settings import EngineSettings
 
     if args.action == "data":
         if args.n < 1:
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     settings = load(EngineSettings)
     ensure_engine_env(settings.engine_python)
-    argv = [str(settings.engine_python), str(ENGINE_DIR / "train_toy.py"), str(args.out_dir),
+    argv = [str(settings.engine_python), str(SCRIPTS / "train_toy.py"), str(args.out_dir),
             "--seed", str(args.seed), "--threads", str(args.threads)]  # fmt: skip
     if args.time_limit is not None:
         argv += ["--time-limit", str(args.time_limit)]

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-    from deploy import weights
+    from deploy.runtime import weights
 
     console = Console(stderr=True, soft_wrap=True)
     started = time.monotonic()

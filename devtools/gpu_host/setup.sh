@@ -19,10 +19,10 @@ start=$(date +%s)
 "$py" -m pip install -q --no-index --no-deps --target "$prefix/site" "$bundle"/bundle/whl/*.whl
 "$py" -m pip install -q --no-index --no-deps --target "$prefix/kit" "$kit"/*.whl
 # The host's torchvision was built for its own torch: copy it beside the bundle's torch and guard its
-# fake-op registrations as the engine venv's is (deploy/engine/patch_torchvision.py).
+# fake-op registrations as the engine venv's is (deploy/devstack/engine/patch_torchvision.py).
 tv=$(PYTHONPATH="$prefix/site" "$py" -c "import importlib.util as u; print(u.find_spec('torchvision').submodule_search_locations[0])")
 [ "$tv" = "$prefix/site/torchvision" ] || cp -r "$tv" "$prefix/site/"
-PYTHONPATH="$prefix/site" "$py" "$here/deploy/engine/patch_torchvision.py"
+PYTHONPATH="$prefix/site" "$py" "$here/deploy/devstack/engine/patch_torchvision.py"
 cat > "$prefix/bin/engine-python" <<SH
 #!/bin/sh
 # The engine's python: vLLM's site first (the supervisor's environment carries the kit's).

@@ -21,7 +21,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "models" / "scripts"))
 from quantize import dequantize_linear, quant_args
 
 

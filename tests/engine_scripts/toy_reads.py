@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "models" / "scripts"))
 from train_toy import Renderer, load_model, read_logits
 
 

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from app.config import ConfigError
 from app.main import create_app
-from deploy.cloud import (
+from deploy.cloud.rollout import (
     ROUTER_SECRETS,
     SENDERS,
     DeployConfig,
@@ -28,7 +28,7 @@ from deploy.cloud import (
     ensure_router_secrets,
     tfvars,
 )
-from deploy.weights import client_from_env
+from deploy.runtime.weights import client_from_env
 from devtools.metadata import claims_of, fake_metadata
 from devtools.stack import ROOT
 from tests.helpers import (

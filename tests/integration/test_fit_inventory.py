@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.fit import BIG_CONFIG, load_arch
+from deploy.runtime.gpu_budget import BIG_CONFIG, load_arch
 from devtools.stack import ROOT, LocalStack
 
 pytestmark = pytest.mark.engine

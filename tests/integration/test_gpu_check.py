@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from deploy.fit import BIG_CONFIG
-from deploy.weights import seal
+from deploy.runtime.gpu_budget import BIG_CONFIG
+from deploy.runtime.weights import seal
 
 ROOT = Path(__file__).resolve().parents[2]
 

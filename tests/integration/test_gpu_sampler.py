@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from app.settings import GatewaySettings
-from deploy.fit import BIG_CONFIG
-from deploy.settings import EngineSettings
-from deploy.supervisor import engine_command
+from deploy.runtime.gpu_budget import BIG_CONFIG
+from deploy.runtime.settings import EngineSettings
+from deploy.runtime.supervisor import engine_command
 from tests.helpers import fake_nvidia_smi
 
 ROOT = Path(__file__).resolve().parents[2]

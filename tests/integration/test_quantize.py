@@ -16,9 +16,9 @@ import pytest
 
 from app.polling import wait_http_ok
 from app.settings import GatewaySettings
-from deploy.fit import load_arch
-from deploy.settings import EngineSettings
-from deploy.supervisor import Child, engine_command
+from deploy.runtime.gpu_budget import load_arch
+from deploy.runtime.settings import EngineSettings
+from deploy.runtime.supervisor import Child, engine_command
 from devtools.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_every_expert_and_dense_linear_is_quantized(quantized: Path) -> None:
 
 def _layout(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [ENGINE_PY, str(ROOT / "deploy/engine/check_vllm_layout.py"), str(path)],
+        [ENGINE_PY, str(ROOT / "deploy/models/scripts/check_vllm_layout.py"), str(path)],
         capture_output=True,
         text=True,
     )

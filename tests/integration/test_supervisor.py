@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from app.polling import wait_http_ok, wait_until
-from deploy.weights import MANIFEST, build_manifest
+from deploy.runtime.weights import MANIFEST, build_manifest
 from devtools.stack import ROOT, free_port, local_stack, spawn_dev
 from tests.helpers import ALERT_QUESTIONS, decision, fake_nvidia_smi
 

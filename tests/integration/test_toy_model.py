@@ -17,9 +17,9 @@ from app.decisions.calibration import scaled
 from app.decisions.calibration_file import Calibration
 from app.decisions.policy import ReadPolicy
 from app.main import create_app
-from deploy.devstack import TOY_DIR, TOY_MODEL
-from deploy.devstack import toy_task as toy_task_module
-from deploy.settings import EngineSettings
+from deploy.devstack.stack import TOY_DIR, TOY_MODEL
+from deploy.devstack.stack import toy_task as toy_task_module
+from deploy.runtime.settings import EngineSettings
 from devtools.stack import LocalStack, local_stack
 from tests.helpers import answer_probs, gateway_settings, serving
 
@@ -45,7 +45,7 @@ def _engine_python() -> str:
 
 def _train(out: Path, seed: int) -> str:
     done = subprocess.run(
-        [_engine_python(), str(ROOT / "deploy/engine/train_toy.py"), str(out), "--steps", "3",
+        [_engine_python(), str(ROOT / "deploy/models/scripts/train_toy.py"), str(out), "--steps", "3",
          "--batch", "4", "--dev", "0", "--log-every", "1", "--seed", str(seed), "--threads", "2"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip

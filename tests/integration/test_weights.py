@@ -18,7 +18,7 @@ import httpx
 import pytest
 from google.cloud import storage
 
-from deploy.weights import (
+from deploy.runtime.weights import (
     MANIFEST,
     STAMP,
     WeightsError,

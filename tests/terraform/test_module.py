@@ -19,7 +19,8 @@ from app.config import ConfigError, env_names, load
 from app.decisions.calibration_file import Calibration
 from app.decisions.policy import ReadPolicy
 from app.settings import GatewaySettings
-from deploy.cloud import (
+from deploy.cloud.coldstart import total
+from deploy.cloud.rollout import (
     L4_REGIONS,
     OUTPUTS,
     SENDERS,
@@ -30,9 +31,7 @@ from deploy.cloud import (
     revision_suffix,
     tfvars,
 )
-from deploy.coldstart import total
-from deploy.fit import WEIGHTS_MODES
-from deploy.settings import EngineSettings, SupervisorSettings
+from deploy.runtime.settings import WEIGHTS_MODES, EngineSettings, SupervisorSettings
 from loadtest.settings import LoadtestSettings
 from tests.helpers import TERRAFORM, TERRAFORM_ENV, hcl, terraform_eval
 

@@ -23,8 +23,14 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
+ENGINE_SCRIPTS = ("deploy/models/scripts", "deploy/devstack/engine")  # run by the engine's python
+
+
 def _files(room: str) -> list[Path]:
-    return [p for p in (ROOT / room).rglob("*.py") if "engine" not in p.relative_to(ROOT / room).parts[:1]]
+    return [
+        p for p in (ROOT / room).rglob("*.py")
+        if not any(p.is_relative_to(ROOT / scripts) for scripts in ENGINE_SCRIPTS)
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -81,3 +87,44 @@ def test_harnesses_stay_out_of_the_package_and_the_image() -> None:
     assert {"devtools", "tests"} <= set(ignored)
     copies = [line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("COPY")]
     assert not any("devtools" in line for line in copies)
+
+
+def _kit_imports(path: Path) -> set[str]:
+    """Full module names of every absolute import of the kit's own packages in a file."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return {m for m in found if m.split(".")[0] in ("app", "deploy", "evals", "loadtest")}
+
+
+@pytest.mark.parametrize(
+    ("room", "forbidden"),
+    [
+        # What runs in the GPU image at start: never the operator's deploy, model preparation,
+        # the local stack, the GPU check, the CLI, or the gate.
+        ("deploy/runtime", ("deploy.cloud", "deploy.models", "deploy.devstack", "deploy.gpucheck",
+                            "deploy.commands", "deploy.cli", "loadtest", "evals")),
+        ("deploy/models", ("deploy.cloud", "deploy.devstack", "deploy.gpucheck", "deploy.commands")),
+        ("deploy/cloud", ("deploy.devstack", "deploy.gpucheck", "deploy.models", "deploy.commands")),
+    ],
+)  # fmt: skip
+def test_deploy_rooms_import_only_what_runs_where_they_run(room: str, forbidden: tuple[str, ...]) -> None:
+    for path in _files(room):
+        bad = {m for m in _kit_imports(path) if m.startswith(forbidden)}
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_a_command_imports_its_room_only_when_it_runs() -> None:
+    for path in (ROOT / "deploy" / "commands").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+        kit = {m for n in top for m in _kit_imports_of(n) if not m.startswith("deploy.commands")}
+        assert not kit, f"{path.relative_to(ROOT)} imports {kit} when the CLI is built"
+
+
+def _kit_imports_of(node: ast.Import | ast.ImportFrom) -> set[str]:
+    names = {a.name for a in node.names} if isinstance(node, ast.Import) else {node.module or ""}
+    return {m for m in names if m.split(".")[0] in ("app", "deploy", "evals", "loadtest")}

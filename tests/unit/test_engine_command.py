@@ -11,9 +11,9 @@ import pytest
 
 from app.config import ConfigError
 from app.settings import GatewaySettings
-from deploy.fit import BIG_CONFIG, FitError
-from deploy.settings import EngineSettings, SupervisorSettings
-from deploy.supervisor import engine_command, weights_command
+from deploy.runtime.gpu_budget import BIG_CONFIG, FitError
+from deploy.runtime.settings import EngineSettings, SupervisorSettings
+from deploy.runtime.supervisor import engine_command, weights_command
 from tests.helpers import fake_nvidia_smi
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from deploy.devstack import toy_task as toy_task_module
+from deploy.devstack.stack import toy_task as toy_task_module
 from evals import data
 from evals.errors import EvalDataError
 from evals.metrics import Outcome, accuracy, baseline, brier, ece, flip_rate, reliability
@@ -158,7 +158,7 @@ def test_the_shipped_toy_model_verifies_and_a_changed_byte_is_refused(tmp_path: 
     import shutil
 
     from app.config import ConfigError
-    from deploy.devstack import TOY_DIR, verify_toy_model
+    from deploy.devstack.stack import TOY_DIR, verify_toy_model
 
     assert verify_toy_model() == TOY_DIR
     log = json.loads((TOY_DIR / "train_log.json").read_text())

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from deploy.fit import (
+from deploy.runtime.gpu_budget import (
     BIG_CONFIG,
     Arch,
     FitError,
@@ -21,7 +21,7 @@ from deploy.fit import (
     vllm_flags,
     weight_bytes,
 )
-from deploy.settings import EngineSettings
+from deploy.runtime.settings import EngineSettings
 
 BIG = BIG_CONFIG
 # Published: the full bf16 checkpoint (text + vision tower) is 51,647,701,024 bytes.
@@ -93,7 +93,7 @@ def test_fit_without_a_checkpoint_sizes_the_published_int4_recipe() -> None:
 
 
 def test_instance_memory_per_weights_mode() -> None:
-    from deploy.fit import check_host_fits, checkpoint_bytes, default_weights_mode, host_budget
+    from deploy.cloud.host_budget import check_host_fits, checkpoint_bytes, default_weights_mode, host_budget
 
     total, largest = checkpoint_bytes(fit(EngineSettings()))
     assert total / 1e9 == pytest.approx(15.7, abs=0.1) and largest == 5 * 10**9
@@ -112,8 +112,8 @@ def test_instance_memory_per_weights_mode() -> None:
 
 
 def test_deploy_refuses_a_weights_mode_that_does_not_fit() -> None:
-    from deploy.cloud import DeployConfig, choose_mode
-    from deploy.weights import Entry, Manifest
+    from deploy.cloud.rollout import DeployConfig, choose_mode
+    from deploy.runtime.weights import Entry, Manifest
 
     big = Manifest(tuple(Entry(f"model-{i}.safetensors", 5 * 10**9, "0" * 64) for i in range(8)), "")
     cfg = DeployConfig(project="p-123456", region="europe-west4", weights_mode="download")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from deploy.fit import BIG_CONFIG, GPUS, Profile, budget, load_arch
-from deploy.gpucheck import Check, Sample, Start, engine_counters, memory, parse_start_log
-from deploy.supervisor import parse_vllm_line
+from deploy.gpucheck.check import Check, Sample, Start, engine_counters, memory, parse_start_log
+from deploy.runtime.gpu_budget import BIG_CONFIG, GPUS, Profile, budget, load_arch
+from deploy.runtime.supervisor import parse_vllm_line
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 

@@ -21,7 +21,7 @@ from app.identity import (
     google_auth_mint,
 )
 from deploy import cli
-from deploy.auth import MODES, ApiKeyOnly, id_tokens
+from deploy.cloud.auth import MODES, ApiKeyOnly, id_tokens
 from devtools.metadata import claims_of, unsigned_jwt
 from loadtest.settings import LoadtestSettings
 

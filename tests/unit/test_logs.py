@@ -19,7 +19,7 @@ from app.observability import (
     parse_trace,
     trace_var,
 )
-from deploy.supervisor import parse_vllm_line, relay_output
+from deploy.runtime.supervisor import parse_vllm_line, relay_output
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from app.config import ConfigError, KitSettings, env_names, load, redacted, to_env
 from app.settings import GatewaySettings
-from deploy.settings import EngineSettings, SupervisorSettings
+from deploy.runtime.settings import EngineSettings, SupervisorSettings
 from loadtest.settings import LoadtestSettings
 from scripts.gen_docs import SECTIONS, declared
 

@@ -30,8 +30,8 @@ from app.alerts.settings import AlertRouterSettings
 from app.config import ConfigError, redacted, to_env
 from app.polling import wait_http_ok, wait_until
 from app.settings import GatewaySettings
-from deploy.settings import (
-    ENGINE_DIR,
+from deploy.runtime.settings import (
+    CPU_LAUNCHER,
     FLASHINFER_REFUSAL,
     FLASHINFER_SAMPLER_ENV,
     EngineSettings,
@@ -188,7 +188,7 @@ def engine_command(gateway: GatewaySettings, engine: EngineSettings) -> tuple[li
 def _cpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], dict[str, str]]:
     """vLLM on CPU through the Triton-interpreter launcher (local stack and CI)."""
     argv = [
-        str(engine.engine_python), str(ENGINE_DIR / "cpu_launcher.py"),
+        str(engine.engine_python), str(CPU_LAUNCHER),
         "--model", str(engine.model_dir),
         *common,
         "--max-model-len", str(engine.engine_max_model_len),
@@ -210,7 +210,7 @@ def _cpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
 
 def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], dict[str, str]]:
     """`vllm serve` in the CUDA image, sized by the fit profile of the checkpoint's config.json."""
-    from deploy.fit import (
+    from deploy.runtime.gpu_budget import (
         Arch,
         budget,
         check_fits,

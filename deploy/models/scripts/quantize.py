@@ -1,7 +1,7 @@
 """W4A16 DiffusionGemma in compressed-tensors format with *every* expert quantized.
 
 Usage (with a python that has torch, safetensors and compressed-tensors, e.g. the engine's):
-    python deploy/engine/quantize.py SRC DST [--group-size 64]
+    python deploy/models/scripts/quantize.py SRC DST [--group-size 64]
 
 Why our own pass: DiffusionGemma stores each layer's experts as two fused 3-D tensors (about 90 %
 of the weights). Stock llm-compressor and modelopt flows only see nn.Linear modules, so they leave

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from deploy.gpucheck import Check, Start
+    from deploy.gpucheck.check import Check, Start
 
 # (key in Start.phases, label, unit) in the order vLLM goes through them.
 PHASE_ROWS = (

@@ -13,11 +13,11 @@ from typing import Any
 from rich.console import Console
 
 from app.config import ConfigError
-from deploy.settings import ENGINE_DIR
+from deploy.devstack import ENGINE_DIR
+from deploy.models import SCRIPTS, TOY_DIR
 
 TINY_MODEL = "dgemma-tiny-random"
-TOY_MODEL = "dgemma-toy-alerts"
-TOY_DIR = ENGINE_DIR.parent / "models" / TOY_MODEL
+TOY_MODEL = TOY_DIR.name
 DEV_MODELS = {"toy": TOY_MODEL, "random": TINY_MODEL}  # DGEMMA_DEV_MODEL -> the served name
 DESCRIPTIONS = {
     TOY_MODEL: (
@@ -63,15 +63,15 @@ def ensure_tiny_model(out: Path, engine_python: Path) -> None:
         console.print(f"tiny model present at {out}")
         return
     console.print(f"generating the tiny random-weight DiffusionGemma in {out}")
-    done = subprocess.run([str(engine_python), str(ENGINE_DIR / "tiny_model.py"), str(out)])
+    done = subprocess.run([str(engine_python), str(SCRIPTS / "tiny_model.py"), str(out)])
     if done.returncode != 0:
         raise ConfigError(f"generating the tiny model in {out} failed (exit {done.returncode})")
 
 
 def toy_task() -> ModuleType:
-    """deploy/engine/toy_task.py, the toy's task: standard library only, shared by the engine's
+    """deploy/models/scripts/toy_task.py, the toy's task: standard library only, shared by the engine's
     scripts (run by path) and the kit."""
-    spec = importlib.util.spec_from_file_location("toy_task", ENGINE_DIR / "toy_task.py")
+    spec = importlib.util.spec_from_file_location("toy_task", SCRIPTS / "toy_task.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -80,7 +80,7 @@ def toy_task() -> ModuleType:
 
 def verify_toy_model(directory: Path = TOY_DIR) -> Path:
     """The shipped toy checkpoint, every file checked against its manifest (deploy/weights.py)."""
-    from deploy.weights import verify
+    from deploy.runtime.weights import verify
 
     problems = verify(directory, full=True)
     if problems:

@@ -14,7 +14,12 @@ from pydantic import Field, field_validator, model_validator
 
 from app.config import KitSettings
 
-ENGINE_DIR = Path(__file__).resolve().parent / "engine"  # scripts run by the engine's python
+# How the image gets its weights (deploy/cloud/host_budget.py sizes each; the README's deploy docs).
+WeightsMode = Literal["baked", "download", "gcs_fuse"]
+WEIGHTS_MODES: tuple[WeightsMode, ...] = ("baked", "download", "gcs_fuse")  # by projected cold start
+
+# The CPU engine's launcher (the local stack's, run by the engine's python: a path, not an import).
+CPU_LAUNCHER = Path(__file__).resolve().parents[1] / "devstack" / "engine" / "cpu_launcher.py"
 # vLLM 0.32's GPU sampler imports FlashInfer unless this is "0", and the image has no FlashInfer:
 # the engine died at start on an H200 (docs/gpu-check-h200.md). The supervisor sets it.
 FLASHINFER_SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
@@ -80,7 +85,7 @@ class SupervisorSettings(EngineSettings):
 
     weights_url: str | None = None
     """`gs://bucket/prefix` of the checkpoint, for the `download` and `gcs_fuse` modes."""
-    weights_mode: Literal["baked", "download", "gcs_fuse"] | None = None
+    weights_mode: WeightsMode | None = None
     """How `dgemma run` checks the checkpoint before the engine starts. `baked`: the files in
     `model_dir` against their manifest (a read-only checkpoint stamped when the image was built: by
     sizes). `download`: from `weights_url` into `model_dir`, every file verified. `gcs_fuse`:
@@ -104,5 +109,5 @@ class SupervisorSettings(EngineSettings):
         return self
 
     @property
-    def resolved_weights_mode(self) -> Literal["baked", "download", "gcs_fuse"]:
+    def resolved_weights_mode(self) -> WeightsMode:
         return self.weights_mode or ("download" if self.weights_url else "baked")

@@ -40,8 +40,8 @@ from rich.console import Console
 from app.config import ConfigError
 from app.polling import wait_until
 from deploy.errors import GpuCheckError
-from deploy.fit import GPUS, NVIDIA_SMI_DIRS, Budget, detect_gpu
-from deploy.supervisor import READY_PREFIX
+from deploy.runtime.gpu_budget import GPUS, NVIDIA_SMI_DIRS, Budget, detect_gpu
+from deploy.runtime.supervisor import READY_PREFIX
 
 console = Console(stderr=True, soft_wrap=True)
 MIB = 2**20
@@ -380,8 +380,8 @@ def run_env(opts: Options, key: str, port: int, engine_port: int, on_larger: boo
 
 def fit_budget(opts: Options) -> Budget:
     """The supervisor's own budget for this checkpoint and profile (the computed rows)."""
-    from deploy.fit import Arch, budget, load_config, profile_for
-    from deploy.settings import EngineSettings
+    from deploy.runtime.gpu_budget import Arch, budget, load_config, profile_for
+    from deploy.runtime.settings import EngineSettings
 
     config = load_config(opts.model)
     settings = EngineSettings(engine_mode="gpu", model_dir=opts.model, engine_gpu=opts.profile_gpu)
@@ -533,7 +533,7 @@ def run(opts: Options) -> Check:
                     f"the {s.cache} start did not stop cleanly on SIGTERM (exit {s.exit_code})"
                 )
     finally:
-        from deploy.gpureport import write
+        from deploy.gpucheck.report import write
 
         write(check, opts.out)
     return check

