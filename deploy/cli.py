@@ -1,5 +1,6 @@
 """`dgemma`: the kit's command line. Subcommands live in `deploy/commands/` (one module each); this
-module builds the parser from them, dispatches, and maps typed errors to exit codes in one place.
+module builds the parser from them, dispatches, and reports the kit's typed errors
+(`app.core.errors.KitError`: each carries its exit code and label).
 
 Exit codes: 0 done; 1 the command ran and the answer is no (a gate target missed, a checkpoint that
 does not verify or fit, a child process died); 2 refused before doing the work (an invalid setting
@@ -15,29 +16,9 @@ import sys
 
 from rich.console import Console
 
-from app.config import ConfigError
-from app.identity import IdentityError
+from app.core.errors import KitError
 from deploy.commands import NAMES, all_commands, missing
-from deploy.errors import DeployError, GpuCheckError, WeightsError
-from deploy.runtime.gpu_budget import FitError
-from deploy.runtime.supervisor import StartRefused
-from evals.errors import EvalDataError, EvalError
-from loadtest.gate import GateError, ProfileError
 
-# The one table from typed errors to exit codes (first match wins) and the label each is reported with.
-EXIT_CODES: tuple[tuple[type[Exception], int, str], ...] = (
-    (ConfigError, 2, "invalid configuration"),
-    (WeightsError, 2, "weights"),
-    (FitError, 2, "cannot fit"),
-    (StartRefused, 2, "refusing to start"),
-    (ProfileError, 2, "load-test profile"),
-    (IdentityError, 2, "ID token"),
-    (EvalDataError, 2, "eval data"),
-    (GateError, 1, "load-test gate"),
-    (DeployError, 1, "deploy failed"),
-    (GpuCheckError, 1, "gpu check"),
-    (EvalError, 1, "eval"),
-)
 log = logging.getLogger("deploy")
 
 
@@ -71,12 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         code: int = args.run(args)
     except KeyboardInterrupt:
         return 130
-    except Exception as error:
-        for kind, code, label in EXIT_CODES:
-            if isinstance(error, kind):
-                report(f"{label}: {error}", as_log=args.logs_json)
-                return code
-        raise
+    except KitError as error:  # every room's typed failure carries its exit code and label
+        report(f"{error.label}: {error}", as_log=args.logs_json)
+        return error.exit_code
     return code
 
 
@@ -84,7 +62,7 @@ def report(message: str, *, as_log: bool) -> None:
     """A refusal: a JSON log line from a service (Cloud Logging reads it), a red line otherwise."""
     if as_log:
         if not log.handlers:  # refused before the command configured logging (its settings were bad)
-            from app.observability import configure_logging
+            from app.core.observability import configure_logging
 
             configure_logging("INFO")
         log.error(message)

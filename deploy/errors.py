@@ -4,14 +4,25 @@ starts included."""
 
 from __future__ import annotations
 
+from app.core.errors import KitError
 
-class DeployError(RuntimeError):
+
+class DeployError(KitError, RuntimeError):
     """A step of the deploy failed; traffic is where it was. The message names the step."""
 
+    exit_code = 1
+    label = "deploy failed"
 
-class WeightsError(RuntimeError):
+
+class WeightsError(KitError, RuntimeError):
     """The checkpoint is not usable; the message names the object or file."""
 
+    exit_code = 2
+    label = "weights"
 
-class GpuCheckError(RuntimeError):
+
+class GpuCheckError(KitError, RuntimeError):
     """`dgemma gpu-check` could not measure: the kit did not start or stop on this GPU."""
+
+    exit_code = 1
+    label = "gpu check"

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from app.polling import wait_http_ok, wait_until
+from app.core.polling import wait_http_ok, wait_until
 from devtools.stack import ROOT, free_port
 
 BINARY = "prometheus-alertmanager"

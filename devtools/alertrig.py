@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from app.polling import wait_http_ok
+from app.core.polling import wait_http_ok
 from devtools.metadata import Reply, Seen, json_reply
 from devtools.stack import ROOT, free_port, stop
 

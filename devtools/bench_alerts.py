@@ -33,7 +33,7 @@ from rich.table import Table
 
 from app.alerts.formats import parse
 from app.alerts.policy import Policy
-from app.polling import wait_until
+from app.core.polling import wait_until
 from devtools.alertrig import Proxy, Receiver, router_process, write_policy
 from devtools.metadata import serving
 from devtools.stack import ROOT, local_stack

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.polling import wait_http_ok
+from app.core.polling import wait_http_ok
 from devtools.stack import free_port
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from app.polling import wait_until
+from app.core.polling import wait_until
 from deploy.devstack.stack import DEV_MODELS
 from deploy.runtime.supervisor import READY_PREFIX
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.decisions.calibration import fit_temperature, nll, scaled
-from app.decisions.calibration_file import Calibration, Fit, Kind
-from app.decisions.policy import ReadPolicy
+from app.gateway.decisions.calibration import fit_temperature, nll, scaled
+from app.gateway.decisions.calibration_file import Calibration, Fit, Kind
+from app.jev.wire import ReadPolicy
 from evals.data import Item
 from evals.errors import EvalDataError, EvalError
 from evals.metrics import Bin, Outcome, accuracy, brier, ece, reliability

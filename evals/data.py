@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion, SystemOneRequest
+from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion, SystemOneRequest
 from evals.errors import EvalDataError
 
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from app.core.errors import KitError
 
-class EvalDataError(ValueError):
+
+class EvalDataError(KitError, ValueError):
     """The labelled file cannot be used; the message names the line and the field."""
 
+    exit_code = 2
+    label = "eval data"
 
-class EvalError(RuntimeError):
+
+class EvalError(KitError, RuntimeError):
     """The service did not answer an item; the message says which and what it said."""
+
+    exit_code = 1
+    label = "eval"

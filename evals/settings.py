@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from app.config import KitSettings
+from app.core.config import KitSettings
 
 LOCAL_KEY = "local-eval"
 

@@ -26,8 +26,9 @@ from typing import Any
 import httpx
 from rich.console import Console
 
-from app.config import env_names
-from app.polling import wait_until
+from app.core.config import env_names
+from app.core.errors import KitError
+from app.core.polling import wait_until
 from loadtest import overhead as bench
 from loadtest.corpus import ALERTS, QUESTIONS, decision_body
 from loadtest.settings import LoadtestSettings
@@ -42,12 +43,18 @@ HEADERS_ENV = env_names(LoadtestSettings)["loadtest_headers"][0]  # how the Locu
 console = Console(stderr=True, soft_wrap=True)
 
 
-class ProfileError(ValueError):
+class ProfileError(KitError, ValueError):
     """An unknown profile or target, or an override that is not a number."""
 
+    exit_code = 2
+    label = "load-test profile"
 
-class GateError(RuntimeError):
+
+class GateError(KitError, RuntimeError):
     """The gate could not measure: no valid decision in the warm-up, or Locust failed."""
+
+    exit_code = 1
+    label = "load-test gate"
 
 
 @dataclass

@@ -6,7 +6,7 @@ import json
 
 from pydantic import SecretStr, field_validator
 
-from app.config import KitSettings
+from app.core.config import KitSettings
 
 LOCAL_KEY = "local-gate"
 

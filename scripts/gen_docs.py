@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from app.alerts.settings import AlertRouterSettings
-from app.config import KitSettings, env_names
-from app.settings import GatewaySettings
+from app.core.config import KitSettings, env_names
+from app.gateway.settings import GatewaySettings
 from deploy.runtime.settings import EngineSettings, SupervisorSettings
 from evals.settings import EvalSettings
 from loadtest.settings import LoadtestSettings
@@ -25,8 +25,8 @@ README = ROOT / "README.md"
 TERRAFORM_README = ROOT / "terraform" / "README.md"
 # (heading, section, the file that declares it, who reads it)
 SECTIONS: list[tuple[str, type[KitSettings], str, str]] = [
-    ("Every process", KitSettings, "app/config.py", "every entry point"),
-    ("Gateway", GatewaySettings, "app/settings.py", "`dgemma serve` (started by the supervisor)"),
+    ("Every process", KitSettings, "app/core/config.py", "every entry point"),
+    ("Gateway", GatewaySettings, "app/gateway/settings.py", "`dgemma serve` (started by the supervisor)"),
     ("Engine", EngineSettings, "deploy/settings.py", "the supervisor, `dgemma fit`, `model`, `quantize`"),
     ("Supervisor", SupervisorSettings, "deploy/settings.py", "`dgemma run`, `dgemma dev`"),
     ("Load-test gate", LoadtestSettings, "loadtest/settings.py", "`dgemma loadtest`"),

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.main import create_app
+from app.gateway.main import create_app
 from devtools.stack import LocalStack, local_stack
 from tests.helpers import GatewayFactory, gateway_settings, serving
 

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from app.polling import wait_until
-from app.settings import GatewaySettings
+from app.core.polling import wait_until
+from app.gateway.settings import GatewaySettings
 from devtools.stack import free_port
 
 SCRIPTED_MODEL = "scripted-stand-in"
@@ -54,7 +54,7 @@ def answer_probs(answer: dict[str, Any]) -> list[float]:
 
 
 class ScriptedEngine:
-    """A stand-in of `app.engine.EngineClient` for in-process tests of the gateway's own
+    """A stand-in of `app.gateway.engine.EngineClient` for in-process tests of the gateway's own
     orchestration (plans, error contract, admission, cancellation). Its probabilities are a
     deterministic hash of the prompt: they mean nothing and prove nothing about answers.
 

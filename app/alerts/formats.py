@@ -25,8 +25,8 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError
 
 from app.alerts.records import Alert, Source, Status
-from app.errors import InvalidRequest
-from app.wire import parse_json
+from app.core.errors import InvalidRequest
+from app.jev.wire import parse_json
 
 _ZERO_YEAR = 1  # Go's zero time.Time, `0001-01-01T00:00:00Z`: Alertmanager's "no time"
 _MAX_ERRORS = 3  # named in one message; the rest are counted
@@ -326,7 +326,7 @@ def parse(source: Source, payload: Any) -> Batch:
 
 
 def parse_body(source: Source, raw: bytes) -> Batch:
-    """Raw body bytes from `source` as alerts. Not JSON: `app.wire.parse_json`'s InvalidBody
+    """Raw body bytes from `source` as alerts. Not JSON: `app.jev.wire.parse_json`'s InvalidBody
     (422, FastAPI's detail list), as the gateway answers; nested too deep: InvalidRequest (400)."""
     return parse(source, parse_json(raw))
 

@@ -12,17 +12,19 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import SecretStr
 
 from app.alerts.formats import parse_body
-from app.alerts.gateway import GatewayClient
+from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
 from app.alerts.records import SOURCES, Source
-from app.alerts.router import Router
 from app.alerts.senders import SenderAuth
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import Sink, build_sinks
-from app.errors import Unauthorized, error_response, install_error_handlers
-from app.identity import IdTokens
-from app.observability import RequestContextMiddleware, RouterMetrics
-from app.wire import read_limited
+from app.alerts.triage import Router
+from app.core.errors import Unauthorized
+from app.core.http_errors import error_response, install_error_handlers
+from app.core.identity import IdTokens
+from app.core.observability import RequestContextMiddleware
+from app.jev.client import JevClient
+from app.jev.wire import read_limited
 
 log = logging.getLogger("app.alerts")
 MAX_BODY_BYTES = 4 * 1024 * 1024  # an Alertmanager group of hundreds of alerts fits many times over
@@ -66,14 +68,14 @@ def create_router_app(
     settings: AlertRouterSettings,
     *,
     policy: Policy | None = None,
-    gateway: GatewayClient | None = None,
+    gateway: JevClient | None = None,
     sinks: dict[str, Sink] | None = None,
 ) -> FastAPI:
     """The router. `gateway` and `sinks` replace the HTTP client of the decision service and the
     policy's sinks (tests). Raises ConfigError (a source without credentials, a bad policy)."""
     policy = policy or Policy.load(settings.alerts_policy_file)
     senders = sender_auth(settings)
-    gateway = gateway or GatewayClient(
+    gateway = gateway or JevClient(
         settings.alerts_gateway_url,
         api_key=settings.gateway_key(),
         id_tokens=IdTokens() if settings.alerts_id_token else None,

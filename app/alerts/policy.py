@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from app.alerts.records import Action, Alert, Page, Severity
 from app.alerts.sinks import SinkConfig, SinkConfigError, parse_sink_configs
-from app.config import ConfigError
-from app.errors import InvalidRequest
-from app.wire import SystemOneRequest, check_limits
+from app.core.config import ConfigError
+from app.core.errors import InvalidRequest
+from app.jev.wire import SystemOneRequest, check_limits
 
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "error", "critical")
 

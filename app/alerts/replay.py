@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from app.alerts.formats import parse
-from app.alerts.gateway import GatewayClient
 from app.alerts.policy import Policy
 from app.alerts.records import SOURCES, Alert
-from app.config import ConfigError
-from app.errors import GatewayError
+from app.core.config import ConfigError
+from app.core.errors import ServiceError
+from app.jev.client import JevClient
 
 
 class ReplayFileError(ConfigError):
@@ -54,14 +54,12 @@ def read_deliveries(path: Path) -> list[Alert]:
             raise ReplayFileError(f"{path}:{number}: source {source!r} is not one of {', '.join(SOURCES)}")
         try:
             alerts += parse(source, payload).alerts
-        except GatewayError as e:
+        except ServiceError as e:
             raise ReplayFileError(f"{path}:{number}: {e.detail}") from e
     return alerts
 
 
-async def replay(
-    alerts: list[Alert], policy: Policy, gateway: GatewayClient, concurrency: int = 4
-) -> list[Row]:
+async def replay(alerts: list[Alert], policy: Policy, gateway: JevClient, concurrency: int = 4) -> list[Row]:
     """The policy's decision for each alert; a resolved one needs no read; one the service cannot
     classify shows what the router would do (the fallback page)."""
     gate = asyncio.Semaphore(concurrency)
@@ -72,7 +70,7 @@ async def replay(
         async with gate:
             try:
                 answers, calibrated = await gateway.answers(policy.request(alert))
-            except GatewayError as e:
+            except ServiceError as e:
                 page = policy.fallback(alert, str(e))
                 return Row(alert, "page (fallback)", page.route, page.severity, {}, page.reason)
         page = policy.decide(alert, answers, calibrated=calibrated)

@@ -8,8 +8,8 @@
   `?auth_token=...` by default) or `webhook_basicauth` (Basic). It cannot send other headers.
 
 Secrets are kept only as SHA-256 digests and compared in constant time, every configured one on
-every request, by app/auth.py's `matches`. A source with no credential is refused at construction unless
-explicitly left open (local use), as the gateway's DGEMMA_ALLOW_ANY_KEY.
+every request, by app/core/secrets.py's `matches`. A source with no credential is refused at
+construction unless explicitly left open (local use), as the gateway's DGEMMA_ALLOW_ANY_KEY.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from typing import Literal
 
 from app.alerts.records import Source
-from app.auth import digest, matches
-from app.config import ConfigError
-from app.errors import Unauthorized
+from app.core.config import ConfigError
+from app.core.errors import Unauthorized
+from app.core.secrets import digest, matches
 
 Kind = Literal["header", "basic", "query"]
 

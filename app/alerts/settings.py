@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 
-from app.config import KitSettings
+from app.core.config import KitSettings
 
 DEFAULT_POLICY = Path(__file__).resolve().parent / "default_policy.toml"
 

@@ -41,7 +41,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from tenacity.wait import wait_base, wait_random_exponential
 
 from app.alerts.records import Alert, Page, Severity
-from app.config import ConfigError
+from app.core.config import ConfigError
 
 log = logging.getLogger("app.alerts.sinks")
 

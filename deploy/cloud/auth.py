@@ -20,8 +20,8 @@ import subprocess
 import threading
 from typing import Literal, get_args
 
-from app.config import ConfigError
-from app.identity import (
+from app.core.config import ConfigError
+from app.core.identity import (
     IdentityError,
     IdTokens,
     NoIdTokenCredentials,

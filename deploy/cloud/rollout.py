@@ -30,9 +30,9 @@ import httpx
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from app.config import ConfigError
-from app.identity import audience_of
-from app.polling import wait_until
+from app.core.config import ConfigError
+from app.core.identity import audience_of
+from app.core.polling import wait_until
 from deploy.cloud.auth import id_tokens
 from deploy.cloud.host_budget import (
     check_host_fits,
@@ -514,8 +514,8 @@ def check_calibration(cfg: DeployConfig) -> None:
     image serves, under the default read policy (the module sets no other). ConfigError: exit 2."""
     if cfg.calibration is None:
         return
-    from app.decisions.calibration_file import Calibration
-    from app.decisions.policy import ReadPolicy
+    from app.gateway.decisions.calibration_file import Calibration
+    from app.jev.wire import ReadPolicy
 
     Calibration.load(cfg.calibration, served_model=image_served_model(), read_policy=ReadPolicy())
 

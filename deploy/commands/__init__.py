@@ -3,7 +3,7 @@
 A command module (its `NAME` with `-` spelled `_`) has `NAME`, `HELP`, `REQUIRES` (modules it needs
 beyond the image's lock), `add_arguments(parser)` and `run(args) -> int`; `SERVICE = True` marks a
 long-running process that logs JSON lines. `run` parses nothing and calls into the room that does
-the work; errors are typed, and mapped to exit codes in one place (`deploy.cli.EXIT_CODES`).
+the work; its errors subclass `app.core.errors.KitError`, which carries the exit code (deploy/cli.py).
 """
 
 from __future__ import annotations

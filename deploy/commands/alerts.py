@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.alerts.settings import AlertRouterSettings
-    from app.config import load
+    from app.core.config import load
 
     if args.action == "serve":
         return _serve(
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _serve(settings: AlertRouterSettings, drain_s: int) -> int:
     from app.alerts.main import create_router_app
-    from app.serving import serve
+    from app.core.serving import serve
 
     serve(
         lambda: create_router_app(settings), settings, section="router", host=settings.alerts_host,
@@ -65,16 +65,16 @@ def _replay(settings: AlertRouterSettings, file: Path) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from app.alerts.gateway import GatewayClient
     from app.alerts.policy import Policy
     from app.alerts.replay import Row, read_deliveries, replay
-    from app.identity import IdTokens
+    from app.core.identity import IdTokens
+    from app.jev.client import JevClient
 
     policy = Policy.load(settings.alerts_policy_file)
     alerts = read_deliveries(file)
 
     async def classify() -> list[Row]:
-        gateway = GatewayClient(
+        gateway = JevClient(
             settings.alerts_gateway_url,
             api_key=settings.gateway_key(),
             id_tokens=IdTokens() if settings.alerts_id_token else None,

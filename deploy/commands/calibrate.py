@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from app.config import ConfigError
+    from app.core.config import ConfigError
     from evals import data, report
     from evals.calibrate import calibrate
 

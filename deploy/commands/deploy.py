@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config(args: argparse.Namespace) -> object:
-    from app.config import load
+    from app.core.config import load
     from deploy.cloud.rollout import DeployConfig
     from deploy.runtime.settings import EngineSettings
 

@@ -23,9 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.alerts.settings import AlertRouterSettings
-    from app.config import load
-    from app.observability import configure_logging
-    from app.settings import GatewaySettings
+    from app.core.config import load
+    from app.core.observability import configure_logging
+    from app.gateway.settings import GatewaySettings
     from deploy.devstack.stack import (
         DEV_MODELS,
         DEV_ROUTER_DEFAULTS,

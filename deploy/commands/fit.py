@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from app.config import load
+    from app.core.config import load
     from deploy.cloud.host_budget import (
         INSTANCE_MEMORY_GIB,
         check_host_fits,

@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def headers(args: argparse.Namespace) -> dict[str, str]:
     """The eval's key (EvalSettings) and, for a private service, an ID token. Refuses bad counts."""
-    from app.config import ConfigError, load
-    from app.identity import audience_of
+    from app.core.config import ConfigError, load
+    from app.core.identity import audience_of
     from deploy.cloud.auth import id_tokens
     from evals.settings import EvalSettings
 

@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.config import ConfigError, load
-    from app.identity import audience_of
+    from app.core.config import ConfigError, load
+    from app.core.identity import audience_of
     from deploy.cloud.auth import id_tokens
     from loadtest.gate import Headers, Profile
     from loadtest.gate import run as gate

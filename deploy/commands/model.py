@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.config import load
+    from app.core.config import load
     from deploy.runtime.settings import EngineSettings
 
     settings = load(EngineSettings)

@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.config import load
+    from app.core.config import load
     from deploy.models import SCRIPTS
     from deploy.runtime.settings import EngineSettings
 

@@ -19,10 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.config import load
-    from app.main import create_app
-    from app.serving import serve
-    from app.settings import GatewaySettings
+    from app.core.config import load
+    from app.core.serving import serve
+    from app.gateway.main import create_app
+    from app.gateway.settings import GatewaySettings
 
     settings = load(GatewaySettings, host=args.host, port=args.port)
     serve(

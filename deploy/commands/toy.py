@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import subprocess
 
-    from app.config import ConfigError, load
+    from app.core.config import ConfigError, load
     from deploy.devstack.stack import ensure_engine_env, toy_task
     from deploy.models import SCRIPTS
     from deploy.runtime.settings import EngineSettings

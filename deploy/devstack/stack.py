@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from app.config import ConfigError
+from app.core.config import ConfigError
 from deploy.devstack import ENGINE_DIR
 from deploy.models import SCRIPTS, TOY_DIR
 

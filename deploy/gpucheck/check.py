@@ -37,8 +37,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 
-from app.config import ConfigError
-from app.polling import wait_until
+from app.core.config import ConfigError
+from app.core.polling import wait_until
 from deploy.errors import GpuCheckError
 from deploy.runtime.gpu_budget import GPUS, NVIDIA_SMI_DIRS, Budget, detect_gpu
 from deploy.runtime.supervisor import READY_PREFIX

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.config import ConfigError
+from app.core.config import ConfigError
 from deploy.models import SCRIPTS, TOY_DIR
 from deploy.runtime.gpu_budget import BIG_CONFIG
 

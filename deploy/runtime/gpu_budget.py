@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from app.core.errors import KitError
+
 if TYPE_CHECKING:
     from deploy.runtime.settings import EngineSettings
 
@@ -42,8 +44,11 @@ CUDA_CONTEXT_GIB = 1.0
 THOUGHT_TOKENS = 4  # "<|channel>thought\n<channel|>" sits between the prompt and the canvas
 
 
-class FitError(ValueError):
+class FitError(KitError, ValueError):
     """The profile does not fit the GPU; the message says what to change."""
+
+    exit_code = 2
+    label = "cannot fit"
 
 
 @dataclass(frozen=True)

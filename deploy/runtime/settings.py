@@ -1,7 +1,7 @@
 """Settings sections of the operator's processes: the engine (`EngineSettings`, also read by
 `dgemma fit`, `model` and `quantize`) and the supervisor that starts it (`SupervisorSettings`).
 
-The gateway's own section is `app.settings.GatewaySettings`; the supervisor reads it too, to start
+The gateway's own section is `app.gateway.settings.GatewaySettings`; the supervisor reads it too, to start
 the gateway and name the engine's model.
 """
 
@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from app.config import KitSettings
+from app.core.config import KitSettings
 
 # How the image gets its weights (deploy/cloud/host_budget.py sizes each; the README's deploy docs).
 WeightsMode = Literal["baked", "download", "gcs_fuse"]

@@ -27,9 +27,10 @@ from typing import IO
 from pydantic import SecretStr
 
 from app.alerts.settings import AlertRouterSettings
-from app.config import ConfigError, redacted, to_env
-from app.polling import wait_http_ok, wait_until
-from app.settings import GatewaySettings
+from app.core.config import ConfigError, redacted, to_env
+from app.core.errors import KitError
+from app.core.polling import wait_http_ok, wait_until
+from app.gateway.settings import GatewaySettings
 from deploy.runtime.settings import (
     CPU_LAUNCHER,
     FLASHINFER_REFUSAL,
@@ -43,8 +44,11 @@ log = logging.getLogger("deploy.supervisor")
 READY_PREFIX = "dgemma ready:"
 
 
-class StartRefused(RuntimeError):
+class StartRefused(KitError, RuntimeError):
     """A step before the engine (weights) failed: the instance must not serve."""
+
+    exit_code = 2
+    label = "refusing to start"
 
 
 @dataclass

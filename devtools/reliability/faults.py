@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from app.polling import wait_until
+from app.core.polling import wait_until
 from devtools.stack import LocalStack, free_port, service
 from loadtest.corpus import ALERTS, decision_body
 

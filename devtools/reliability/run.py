@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 from rich.console import Console
 
-from app.settings import GatewaySettings
+from app.gateway.settings import GatewaySettings
 from devtools.alertrig import router_process
 from devtools.reliability import faults, fuzz, nasty, overload
 from devtools.reliability.report import write_report

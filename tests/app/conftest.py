@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.main import create_app
+from app.gateway.main import create_app
 from tests.helpers import AppFactory, ScriptedEngine, gateway_settings, in_process
 
 

@@ -17,16 +17,16 @@ from typing import Any
 import httpx
 import pytest
 
-from app.alerts.gateway import GatewayClient
 from app.alerts.main import create_router_app
 from app.alerts.policy import Policy
 from app.alerts.records import Alert, Page
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import SinkError
-from app.decisions.calibration_file import Calibration, Fit
-from app.decisions.policy import ReadPolicy
-from app.errors import EngineUnavailable
-from app.main import create_app
+from app.core.errors import EngineUnavailable
+from app.gateway.decisions.calibration_file import Calibration, Fit
+from app.gateway.main import create_app
+from app.jev.client import JevClient
+from app.jev.wire import ReadPolicy
 from tests.helpers import ScriptedEngine, gateway_settings
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"
@@ -138,7 +138,7 @@ class Recorder:
         pass
 
 
-class CountingGateway(GatewayClient):
+class CountingGateway(JevClient):
     """The real client, counting its decisions in flight."""
 
     in_flight = peak = 0
@@ -199,7 +199,7 @@ async def make_stack(tmp_path: Path) -> AsyncIterator[StackFactory]:
     def make(
         *,
         gateway_keys: str | None = None,
-        gateway_class: type = GatewayClient,
+        gateway_class: type = JevClient,
         gateway_overrides: dict[str, Any] | None = None,
         **overrides: Any,
     ) -> Stack:

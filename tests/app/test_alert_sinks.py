@@ -28,7 +28,7 @@ from app.alerts.sinks import (
     parse_sink_configs,
     retry_after_s,
 )
-from app.config import ConfigError
+from app.core.config import ConfigError
 from devtools.metadata import RecordingServer, Reply, Seen, json_reply, serving
 
 ROUTING_KEY = "R0123456789abcdef0123456789abcd"

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from app.config import ConfigError
-from app.decisions.calibration import scaled
-from app.decisions.calibration_file import Calibration, Fit
-from app.decisions.policy import ReadPolicy
-from app.main import create_app
+from app.core.config import ConfigError
+from app.gateway.decisions.calibration import scaled
+from app.gateway.decisions.calibration_file import Calibration, Fit
+from app.gateway.main import create_app
+from app.jev.wire import ReadPolicy
 from deploy.cli import main
 from tests.helpers import AppFactory, ScriptedEngine, answer_probs, gateway_settings, serving
 

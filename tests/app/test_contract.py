@@ -14,10 +14,10 @@ import httpx
 import pytest
 import zstandard
 
-from app.config import ConfigError
-from app.errors import EngineBadAnswer, EngineUnavailable, InputTooLong
-from app.main import create_app
-from app.wire import MAX_DEPTH
+from app.core.config import ConfigError
+from app.core.errors import EngineBadAnswer, EngineUnavailable, InputTooLong
+from app.gateway.main import create_app
+from app.jev.wire import MAX_DEPTH
 from tests.helpers import ALERT_QUESTIONS, NOUL, AppFactory, ScriptedEngine, decision, gateway_settings
 
 

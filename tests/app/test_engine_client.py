@@ -10,9 +10,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from app.engine import EngineClient
-from app.errors import EngineBadAnswer, EngineUnavailable, GatewayError, InputTooLong, InvalidRequest
-from app.main import create_app
+from app.core.errors import EngineBadAnswer, EngineUnavailable, InputTooLong, InvalidRequest, ServiceError
+from app.gateway.engine import EngineClient
+from app.gateway.main import create_app
 from devtools.metadata import RecordingServer, Seen, serving
 from devtools.stack import free_port
 from tests.helpers import NOUL, decision, gateway_settings, in_process
@@ -50,7 +50,7 @@ def _error(message: str) -> bytes:
     ],
 )
 async def test_engine_replies_become_domain_errors(
-    reply: Reply, error: type[GatewayError], message: str
+    reply: Reply, error: type[ServiceError], message: str
 ) -> None:
     with fake_engine({"/v1/systemone": reply}) as fake:
         client = EngineClient(fake.url, "m", timeout_s=0.2, retry_after_s=7)

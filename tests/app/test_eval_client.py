@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.main import create_app
+from app.gateway.main import create_app
 from deploy.cli import main
 from evals import data, report
 from evals.run import evaluate

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.identity import IdentityError, IdTokens, NoIdTokenCredentials, audience_of, google_auth_mint
+from app.core.identity import IdentityError, IdTokens, NoIdTokenCredentials, audience_of, google_auth_mint
 from deploy import cli
 from deploy.cloud.auth import GCLOUD_ARGS, gcloud_mint, id_tokens
 from devtools.metadata import (
@@ -43,7 +43,7 @@ USER_CREDENTIALS = {  # what `gcloud auth application-default login` writes: no 
 # of the fake metadata server runs in a fresh interpreter with the variables set from the start.
 CHILD = """
 import json, sys, time
-from app.identity import IdTokens, audience_of
+from app.core.identity import IdTokens, audience_of
 
 skew = [0.0]
 tokens = IdTokens(clock=lambda: time.time() + skew[0])

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.observability import LOGGERS, TRACE_FIELD, configure_logging
-from app.polling import wait_http_ok
+from app.core.observability import LOGGERS, TRACE_FIELD, configure_logging
+from app.core.polling import wait_http_ok
 from devtools.stack import ROOT, free_port
 from tests.helpers import ALERT_QUESTIONS, AppFactory, decision
 

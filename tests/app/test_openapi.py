@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import FastAPI
 from openapi_spec_validator import validate
 
-from app.main import create_app
-from app.wire import SystemOneRequest
+from app.gateway.main import create_app
+from app.jev.wire import SystemOneRequest
 from tests.helpers import ScriptedEngine, gateway_settings
 
 

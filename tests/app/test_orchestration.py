@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.decisions.decide import CALLS_IN_FLIGHT
-from app.main import create_app
-from app.polling import wait_until
-from app.wire import SystemOneResponse
+from app.core.polling import wait_until
+from app.gateway.decisions.decide import CALLS_IN_FLIGHT
+from app.gateway.main import create_app
+from app.jev.wire import SystemOneResponse
 from tests.helpers import (
     ALERT_QUESTIONS,
     NOUL,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.main import create_app
+from app.gateway.main import create_app
 from deploy.runtime.weights import client_from_env
 from devtools.gcs import fake_gcs
 from tests.helpers import WEIGHTS_BUCKET, Cloud, ScriptedEngine, gateway_settings, serving

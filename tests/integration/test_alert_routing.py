@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.polling import wait_until
+from app.core.polling import wait_until
 from devtools.alertmanager import alertmanager, ensure_installed
 from devtools.alertrig import ROUTING_KEY, Proxy, Receiver, router_process, write_policy
 from devtools.metadata import claims_of, fake_metadata, serving

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from app.polling import wait_until
+from app.core.polling import wait_until
 from devtools.alertmanager import Alertmanager, alertmanager, config, ensure_installed
 from devtools.metadata import RecordingServer, Reply, Seen, serving
 

@@ -16,8 +16,8 @@ import pytest
 from google.cloud import storage
 from rich.console import Console
 
-from app.config import ConfigError
-from app.main import create_app
+from app.core.config import ConfigError
+from app.gateway.main import create_app
 from deploy.cloud.rollout import (
     ROUTER_SECRETS,
     SENDERS,

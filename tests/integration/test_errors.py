@@ -10,7 +10,7 @@ import signal
 import httpx
 import pytest
 
-from app.polling import wait_http_ok
+from app.core.polling import wait_http_ok
 from devtools.stack import LocalStack
 from tests.helpers import NOUL, GatewayFactory, decision
 
@@ -39,7 +39,7 @@ def test_engine_stopped_mid_test_is_503_then_recovers(
 def test_a_state_longer_than_the_engines_context_is_a_400_marked_max_tokens_exceeded(
     client: httpx.Client,
 ) -> None:
-    """vLLM's own refusal text, recognised by the gateway (app/engine.py `_TOO_LONG`): a client's
+    """vLLM's own refusal text, recognised by the gateway (app/gateway/engine.py `_TOO_LONG`): a client's
     mistake, never a 5xx."""
     body = decision(NOUL, state="disk full on db-1 " * 3000, read_policy={"mode": "single"})
     r = client.post("/v1/systemone", json=body)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import GatewaySettings
+from app.gateway.settings import GatewaySettings
 from deploy.runtime.gpu_budget import BIG_CONFIG
 from deploy.runtime.settings import EngineSettings
 from deploy.runtime.supervisor import engine_command

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.polling import wait_http_ok
-from app.settings import GatewaySettings
+from app.core.polling import wait_http_ok
+from app.gateway.settings import GatewaySettings
 from deploy.runtime.gpu_budget import load_arch
 from deploy.runtime.settings import EngineSettings
 from deploy.runtime.supervisor import Child, engine_command

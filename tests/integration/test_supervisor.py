@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.polling import wait_http_ok, wait_until
+from app.core.polling import wait_http_ok, wait_until
 from deploy.runtime.weights import MANIFEST, build_manifest
 from devtools.stack import ROOT, free_port, local_stack, spawn_dev
 from tests.helpers import ALERT_QUESTIONS, decision, fake_nvidia_smi

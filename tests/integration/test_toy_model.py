@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.decisions.calibration import scaled
-from app.decisions.calibration_file import Calibration
-from app.decisions.policy import ReadPolicy
-from app.main import create_app
+from app.gateway.decisions.calibration import scaled
+from app.gateway.decisions.calibration_file import Calibration
+from app.gateway.main import create_app
+from app.jev.wire import ReadPolicy
 from deploy.devstack.stack import TOY_DIR, TOY_MODEL
 from deploy.devstack.stack import toy_task as toy_task_module
 from deploy.runtime.settings import EngineSettings

@@ -15,10 +15,10 @@ import pytest
 
 from app.alerts.policy import Policy
 from app.alerts.settings import AlertRouterSettings
-from app.config import ConfigError, env_names, load
-from app.decisions.calibration_file import Calibration
-from app.decisions.policy import ReadPolicy
-from app.settings import GatewaySettings
+from app.core.config import ConfigError, env_names, load
+from app.gateway.decisions.calibration_file import Calibration
+from app.gateway.settings import GatewaySettings
+from app.jev.wire import ReadPolicy
 from deploy.cloud.coldstart import total
 from deploy.cloud.rollout import (
     L4_REGIONS,

@@ -7,9 +7,9 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from app.admission import Admission
-from app.errors import Draining, Saturated
-from app.observability import Metrics
+from app.core.errors import Draining, Saturated
+from app.gateway.admission import Admission
+from app.gateway.metrics import Metrics
 
 
 def _admission(capacity: int = 4, queued: int = 8) -> tuple[Admission, Metrics]:

@@ -13,7 +13,7 @@ import pytest
 
 from app.alerts.formats import Batch, from_grafana, labels_fingerprint, parse, parse_body
 from app.alerts.records import Alert, Source
-from app.errors import InvalidBody, InvalidRequest
+from app.core.errors import InvalidBody, InvalidRequest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"
 UTC = dt.UTC

@@ -11,8 +11,9 @@ from starlette.datastructures import Headers, QueryParams
 
 from app.alerts.records import Source
 from app.alerts.senders import SenderAuth
-from app.config import ConfigError
-from app.errors import Unauthorized, gateway_error_response, status_of
+from app.core.config import ConfigError
+from app.core.errors import Unauthorized
+from app.core.http_errors import service_error_response
 
 TOKEN = "s3cret-t0ken-value"
 
@@ -180,5 +181,5 @@ def test_refusal_is_a_401() -> None:
     auth = SenderAuth.from_secrets("alertmanager", bearer=TOKEN)
     with pytest.raises(Unauthorized) as caught:
         auth.check({}, {})
-    assert status_of(caught.value) == 401
-    assert gateway_error_response(caught.value).headers["WWW-Authenticate"] == "Bearer"
+    assert caught.value.status == 401
+    assert service_error_response(caught.value).headers["WWW-Authenticate"] == "Bearer"

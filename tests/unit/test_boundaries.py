@@ -4,6 +4,8 @@ share code through helpers, and harnesses kept out of the installed package and 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -128,3 +130,33 @@ def test_a_command_imports_its_room_only_when_it_runs() -> None:
 def _kit_imports_of(node: ast.Import | ast.ImportFrom) -> set[str]:
     names = {a.name for a in node.names} if isinstance(node, ast.Import) else {node.module or ""}
     return {m for m in names if m.split(".")[0] in ("app", "deploy", "evals", "loadtest")}
+
+
+@pytest.mark.parametrize(
+    ("room", "forbidden"),
+    [
+        ("app/core", ("app.jev", "app.gateway", "app.alerts")),  # what both services and the CLI share
+        ("app/jev", ("app.gateway", "app.alerts")),  # the API a client and the server share
+        ("app/gateway", ("app.alerts",)),  # the decision service never knows the router
+        ("app/alerts", ("app.gateway",)),  # the router is a Jev client of it, over HTTP, like any other
+    ],
+)
+def test_the_services_are_siblings_over_a_shared_core(room: str, forbidden: tuple[str, ...]) -> None:
+    for path in _files(room):
+        bad = {m for m in _kit_imports(path) if m.startswith(forbidden)}
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_the_routers_command_loads_no_other_room() -> None:
+    """`dgemma alerts serve` in the router image: parsing it loads no other command's room."""
+    code = (
+        "import sys\n"
+        "from deploy.cli import build_parser\n"
+        "build_parser('alerts').parse_args(['alerts', 'serve'])\n"
+        "kit = ('app', 'deploy', 'evals', 'loadtest')\n"
+        "print(' '.join(m for m in sys.modules if m.split('.')[0] in kit))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    loaded = set(done.stdout.split())
+    rooms = {m for m in loaded if not m.startswith(("deploy.commands", "deploy.cli"))}
+    assert rooms <= {"app", "app.core", "app.core.errors", "deploy"}, sorted(rooms)

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from app.config import ConfigError
-from app.decisions.calibration import T_MAX, fit_temperature, nll, scaled
-from app.decisions.calibration_file import Calibration, Fit
-from app.decisions.policy import ReadPolicy, combine
+from app.core.config import ConfigError
+from app.gateway.decisions.calibration import T_MAX, fit_temperature, nll, scaled
+from app.gateway.decisions.calibration_file import Calibration, Fit
+from app.gateway.decisions.policy import combine
+from app.jev.wire import ReadPolicy
 from evals.calibrate import Answer, answers, figures, fit, is_dev
 from evals.data import Item, Scored
 from evals.errors import EvalError

@@ -129,3 +129,23 @@ def test_every_commands_help_prints(capsys: pytest.CaptureFixture[str]) -> None:
             cli.build_parser().parse_args(argv)
         assert done.value.code == 0, argv
     assert "gpu-check" in capsys.readouterr().out
+
+
+def test_every_typed_failure_of_the_kit_carries_its_exit_code() -> None:
+    """One base (`KitError`): the CLI's exit code is the error's own, for every room's failures."""
+    from app.alerts.policy import PolicyError
+    from app.core.config import ConfigError
+    from app.core.errors import KitError, ServiceError
+    from app.core.identity import IdentityError
+    from deploy.errors import DeployError, GpuCheckError, WeightsError
+    from deploy.runtime.gpu_budget import FitError
+    from deploy.runtime.supervisor import StartRefused
+    from evals.errors import EvalDataError, EvalError
+
+    refused = (ConfigError, PolicyError, WeightsError, FitError, StartRefused, ProfileError, IdentityError)
+    answered_no = (GateError, DeployError, GpuCheckError, EvalError, ServiceError)
+    assert all(issubclass(e, KitError) and e.exit_code == 2 for e in (*refused, EvalDataError))
+    assert all(issubclass(e, KitError) and e.exit_code == 1 for e in answered_no)
+    assert (
+        PolicyError.label == ConfigError.label == "invalid configuration"
+    )  # a subclass reports as its room's

@@ -1,4 +1,4 @@
-"""Credentials are compared in constant time: `app.auth.matches` compares every kept digest,
+"""Credentials are compared in constant time: `app.core.secrets.matches` compares every kept digest,
 whatever it is given, and no other code in app/ compares credential material with `==`."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app import auth
+from app.core import secrets as auth
 
 APP = Path(__file__).resolve().parents[2] / "app"
 KEPT = tuple(auth.digest(k) for k in ("alpha-key", "bravo-key", "charlie-key"))
@@ -52,4 +52,4 @@ def test_no_credential_is_compared_with_equality_in_app() -> None:
                 names = [n for o in operands for n in _names(o)]
                 if any(CREDENTIAL.search(n) for n in names):
                     offenders.append(f"{path.relative_to(APP.parent)}:{node.lineno}: {ast.unparse(node)}")
-    assert offenders == [], "compare credentials with app.auth.matches (constant time)"
+    assert offenders == [], "compare credentials with app.core.secrets.matches (constant time)"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import ConfigError
-from app.settings import GatewaySettings
+from app.core.config import ConfigError
+from app.gateway.settings import GatewaySettings
 from deploy.runtime.gpu_budget import BIG_CONFIG, FitError
 from deploy.runtime.settings import EngineSettings, SupervisorSettings
 from deploy.runtime.supervisor import engine_command, weights_command

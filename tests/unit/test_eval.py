@@ -157,7 +157,7 @@ def test_the_shipped_data_loads_and_the_toy_test_split_is_its_seeds_output() -> 
 def test_the_shipped_toy_model_verifies_and_a_changed_byte_is_refused(tmp_path: Path) -> None:
     import shutil
 
-    from app.config import ConfigError
+    from app.core.config import ConfigError
     from deploy.devstack.stack import TOY_DIR, verify_toy_model
 
     assert verify_toy_model() == TOY_DIR

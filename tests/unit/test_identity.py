@@ -11,15 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import ConfigError, load
-from app.identity import (
-    IdentityError,
-    IdTokens,
-    audience_of,
-    auth_headers,
-    expiry,
-    google_auth_mint,
-)
+from app.core.config import ConfigError, load
+from app.core.identity import IdentityError, IdTokens, audience_of, auth_headers, expiry, google_auth_mint
 from deploy import cli
 from deploy.cloud.auth import MODES, ApiKeyOnly, id_tokens
 from devtools.metadata import claims_of, unsigned_jwt

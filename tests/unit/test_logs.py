@@ -11,14 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.observability import (
-    LOGGERS,
-    SPAN_FIELD,
-    TRACE_FIELD,
-    configure_logging,
-    parse_trace,
-    trace_var,
-)
+from app.core.observability import LOGGERS, SPAN_FIELD, TRACE_FIELD, configure_logging, parse_trace, trace_var
 from deploy.runtime.supervisor import parse_vllm_line, relay_output
 
 

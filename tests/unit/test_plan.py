@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.decisions.plan import (
+from app.gateway.decisions.plan import (
     ChunkResult,
     Hierarchy,
     Read,
@@ -19,7 +19,7 @@ from app.decisions.plan import (
     option_order,
     render,
 )
-from app.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion
+from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion
 
 
 def test_render_uses_json_not_python_repr() -> None:

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from app.decisions.policy import ReadPolicy, combine, normalized_entropy
+from app.gateway.decisions.policy import combine, normalized_entropy
+from app.jev.wire import ReadPolicy
 
 
 def test_normalized_entropy_bounds() -> None:

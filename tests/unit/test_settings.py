@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.config import ConfigError, KitSettings, env_names, load, redacted, to_env
-from app.settings import GatewaySettings
+from app.core.config import ConfigError, KitSettings, env_names, load, redacted, to_env
+from app.gateway.settings import GatewaySettings
 from deploy.runtime.settings import EngineSettings, SupervisorSettings
 from loadtest.settings import LoadtestSettings
 from scripts.gen_docs import SECTIONS, declared

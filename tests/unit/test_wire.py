@@ -9,8 +9,8 @@ import zlib
 import pytest
 import zstandard
 
-from app.errors import BodyTooLarge, InvalidBody, InvalidRequest, UnsupportedMedia
-from app.wire import MAX_DEPTH, decode_content, parse_json, parse_multipart
+from app.core.errors import BodyTooLarge, InvalidBody, InvalidRequest, UnsupportedMedia
+from app.jev.wire import MAX_DEPTH, decode_content, parse_json, parse_multipart
 
 PAYLOAD = b'{"state": "x"}' * 10
 

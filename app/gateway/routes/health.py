@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.deps import AdmissionDep, EngineDep, MetricsDep, SettingsDep
-from app.errors import Draining, EngineUnavailable
-from app.wire import ErrorBody
+from app.core.errors import Draining, EngineUnavailable
+from app.gateway.deps import AdmissionDep, EngineDep, MetricsDep, SettingsDep
+from app.jev.wire import ErrorBody
 
 router = APIRouter(tags=["ops"])
 

@@ -8,8 +8,8 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app.errors import Draining, Saturated
-from app.observability import Metrics
+from app.core.errors import Draining, Saturated
+from app.gateway.metrics import Metrics
 
 
 class Admission:

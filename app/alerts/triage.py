@@ -23,12 +23,13 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
 
-from app.alerts.gateway import GatewayClient
+from app.alerts.errors import DeliveryFailed
+from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
 from app.alerts.records import Alert, Page
 from app.alerts.sinks import Sink, SinkError
-from app.errors import DeliveryFailed, EngineUnavailable, GatewayError
-from app.observability import RouterMetrics
+from app.core.errors import EngineUnavailable, ServiceError
+from app.jev.client import JevClient
 
 log = logging.getLogger("app.alerts")
 
@@ -103,7 +104,7 @@ class Router:
     def __init__(
         self,
         policy: Policy,
-        gateway: GatewayClient,
+        gateway: JevClient,
         sinks: dict[str, Sink],
         metrics: RouterMetrics,
         *,
@@ -174,7 +175,7 @@ class Router:
                     else str(e)
                 )
                 return await self._fallback(alert, why, retry=True)
-            except GatewayError as e:  # the router's own configuration: page anyway, and say so loudly
+            except ServiceError as e:  # the router's own configuration: page anyway, and say so loudly
                 log.error("classification refused for %s: %s", alert.key, e)
                 return await self._fallback(alert, f"classification refused: {e}", retry=False)
             self.metrics.decision_seconds.observe(time.perf_counter() - started)
@@ -262,7 +263,7 @@ class Router:
             return None
         try:
             return await self.gateway.answers(self.policy.request(alert))
-        except GatewayError as e:
+        except ServiceError as e:
             log.info("classification of %s not yet: %s", alert.key, e)
             return None
 

@@ -12,8 +12,8 @@ from typing import Annotated
 from pydantic import AliasChoices, AliasGenerator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from app.config import KitSettings
-from app.decisions.policy import ReadPolicy
+from app.core.config import KitSettings
+from app.jev.wire import ReadPolicy
 
 # The read policy's `mode` has always been set by DGEMMA_READ_POLICY; its other fields keep
 # their plain names (DGEMMA_REREAD_ENTROPY, ...).

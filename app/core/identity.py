@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from app.core.errors import KitError
+
 Mint = Callable[[str], str]  # audience -> a Google-signed ID token (a JWT)
 REFRESH_BEFORE_S = 300.0  # a token handed out stays valid for a whole load-test phase at least
 
@@ -29,8 +31,11 @@ WHAT_TO_DO = (
 )
 
 
-class IdentityError(RuntimeError):
+class IdentityError(KitError, RuntimeError):
     """No ID token could be had; the message says why and what to do."""
+
+    exit_code = 2
+    label = "ID token"
 
 
 class NoIdTokenCredentials(IdentityError):

@@ -12,8 +12,8 @@ from typing import Protocol
 import uvicorn
 from fastapi import FastAPI
 
-from app.config import KitSettings, redacted
-from app.observability import configure_logging
+from app.core.config import KitSettings, redacted
+from app.core.observability import configure_logging
 
 log = logging.getLogger("app")
 # How long an idle connection stays open: longer than the proxy in front keeps one (Google's front

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import aiohttp
 import orjson
 
-from app.errors import EngineBadAnswer, EngineUnavailable, InputTooLong, InvalidRequest
+from app.core.errors import EngineBadAnswer, EngineUnavailable, InputTooLong, InvalidRequest
 
 # vLLM's DiffusionGemma strategy rejects prompts that do not fit max_model_len with a 400 whose
 # message says so; that one is the client's (too much state), not the engine's.

@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.wire import ChoiceQuestion, Content, NoulQuestion, ScoreQuestion
+from app.jev.wire import ChoiceQuestion, Content, NoulQuestion, ScoreQuestion
 
 Kind = Literal["noul", "choice", "score"]
 # A noul has three readings: vLLM's native yes/no read, then yes/no as lettered options in both

@@ -12,9 +12,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.decisions.calibration import scaled
-from app.decisions.calibration_file import Calibration
-from app.decisions.plan import (
+from app.core.errors import EngineBadAnswer, InvalidRequest, Unsupported
+from app.gateway.decisions.calibration import scaled
+from app.gateway.decisions.calibration_file import Calibration
+from app.gateway.decisions.plan import (
     ChunkResult,
     Hierarchy,
     Read,
@@ -24,10 +25,9 @@ from app.decisions.plan import (
     first_stage_reads,
     render,
 )
-from app.decisions.policy import Combined, ReadPolicy, combine, normalized_entropy
-from app.engine import Engine
-from app.errors import EngineBadAnswer, InvalidRequest, Unsupported
-from app.wire import BoxQuestion, SystemOneRequest
+from app.gateway.decisions.policy import Combined, combine, normalized_entropy
+from app.gateway.engine import Engine
+from app.jev.wire import BoxQuestion, ReadPolicy, SystemOneRequest
 
 Job = tuple[int, int]  # (spec index, order index)
 # Engine calls one decision keeps in flight. vLLM decodes max-num-seqs (32) reads at once, so four

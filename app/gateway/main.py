@@ -14,16 +14,17 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
-from app.admission import Admission
-from app.auth import KeyRing
-from app.decisions.calibration_file import Calibration
-from app.decisions.decide import Decider
-from app.engine import Engine, EngineClient
-from app.errors import install_error_handlers
-from app.observability import Metrics, RequestContextMiddleware
-from app.routes import health, systemone
-from app.settings import GatewaySettings
-from app.wire import SystemOneRequest
+from app.core.http_errors import install_error_handlers
+from app.core.observability import RequestContextMiddleware
+from app.gateway.admission import Admission
+from app.gateway.auth import KeyRing
+from app.gateway.decisions.calibration_file import Calibration
+from app.gateway.decisions.decide import Decider
+from app.gateway.engine import Engine, EngineClient
+from app.gateway.metrics import Metrics
+from app.gateway.routes import health, systemone
+from app.gateway.settings import GatewaySettings
+from app.jev.wire import SystemOneRequest
 
 
 def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> FastAPI:

@@ -13,22 +13,21 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.admission import Admission
-from app.decisions.decide import Decider, Decision
-from app.deps import SettingsDep, require_api_key
-from app.errors import (
+from app.core.errors import (
     ClientClosed,
-    GatewayError,
     InvalidBody,
     ModelNotFound,
+    ServiceError,
     Unsupported,
     UnsupportedMedia,
-    gateway_error_response,
-    validation_detail,
 )
-from app.observability import Metrics
-from app.settings import GatewaySettings
-from app.wire import (
+from app.core.http_errors import service_error_response, validation_detail
+from app.gateway.admission import Admission
+from app.gateway.decisions.decide import Decider, Decision
+from app.gateway.deps import SettingsDep, require_api_key
+from app.gateway.metrics import Metrics
+from app.gateway.settings import GatewaySettings
+from app.jev.wire import (
     ErrorBody,
     ModelList,
     SystemOneRequest,
@@ -152,7 +151,7 @@ class DecisionRoute:
     FastAPI's exception middleware, exit stack, router and route: those layers were a fifth of the
     gateway's CPU per decision (py-spy against the instant stand-in; `make bench-cost`). The route
     above stays declared: it is what the OpenAPI document shows, and what answers other methods.
-    Errors take the same path as through FastAPI: domain errors become `gateway_error_response`,
+    Errors take the same path as through FastAPI: domain errors become `service_error_response`,
     anything else reaches the request middleware, which logs it and answers 500."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -167,8 +166,8 @@ class DecisionRoute:
         scope["route"] = self.route
         try:
             response = await system_one(Request(scope, receive))
-        except GatewayError as e:
-            response = gateway_error_response(e)
+        except ServiceError as e:
+            response = service_error_response(e)
         await response(scope, receive, send)
 
 

@@ -11,12 +11,12 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from app.admission import Admission
-from app.auth import KeyRing
-from app.decisions.decide import Decider
-from app.engine import Engine
-from app.observability import Metrics
-from app.settings import GatewaySettings
+from app.gateway.admission import Admission
+from app.gateway.auth import KeyRing
+from app.gateway.decisions.decide import Decider
+from app.gateway.engine import Engine
+from app.gateway.metrics import Metrics
+from app.gateway.settings import GatewaySettings
 
 
 def _state(attr: str) -> Callable[[Request], Awaitable[Any]]:

@@ -9,33 +9,12 @@ import hmac
 import logging
 import os
 
-from app.config import ConfigError
-from app.errors import Unauthorized
-from app.settings import GatewaySettings
+from app.core.config import ConfigError
+from app.core.errors import Unauthorized
+from app.core.secrets import digest, is_kept
+from app.gateway.settings import GatewaySettings
 
 log = logging.getLogger("app.auth")
-
-
-_ABSENT = hashlib.sha256(b"\x00absent").digest()  # stands in for a missing credential
-
-
-def digest(secret: str) -> bytes:
-    """How a secret is kept: its SHA-256 (one length, so comparisons take one time)."""
-    return hashlib.sha256(secret.encode()).digest()
-
-
-def matches(given: str | None, digests: tuple[bytes, ...]) -> bool:
-    """Whether `given` (None: the request carries none) is one of the kept secrets. Every digest is
-    compared, in constant time, whatever `given` is: the time taken says nothing about them."""
-    candidate = digest(given) if given is not None else _ABSENT
-    return _kept(candidate, digests) and given is not None
-
-
-def _kept(candidate: bytes, digests: tuple[bytes, ...]) -> bool:
-    ok = False
-    for kept in digests:
-        ok |= hmac.compare_digest(candidate, kept)
-    return ok
 
 
 class KeyRing:
@@ -73,7 +52,7 @@ class KeyRing:
         caller = digest(token.strip())  # hashed once: the comparison and the cache salt use it
         if self.open:
             return caller
-        if not _kept(caller, self._digests) or scheme.lower() != "bearer":
+        if not is_kept(caller, self._digests) or scheme.lower() != "bearer":
             raise Unauthorized("Invalid or missing API key.")
         return caller
 

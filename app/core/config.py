@@ -1,8 +1,8 @@
 """What every settings section shares: the `DGEMMA_` prefix, logging knobs, loading with clear
 errors, env-var names (for the README table and child processes) and a redacted view for logs.
 
-Each process owns one section (`app.settings.GatewaySettings`, `deploy.runtime.settings.SupervisorSettings`,
-...); a section is read once, at its entry point.
+Each process owns one section (`app.gateway.settings.GatewaySettings`,
+`deploy.runtime.settings.SupervisorSettings`, ...); a section is read once, at its entry point.
 """
 
 from __future__ import annotations
@@ -14,12 +14,17 @@ from typing import Any, Literal, TypeVar
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.core.errors import KitError
+
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 PREFIX = "DGEMMA_"
 
 
-class ConfigError(ValueError):
+class ConfigError(KitError, ValueError):
     """A setting or flag is invalid; the message names the env var or flag and what is wrong."""
+
+    exit_code = 2
+    label = "invalid configuration"
 
 
 class KitSettings(BaseSettings):

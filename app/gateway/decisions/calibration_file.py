@@ -9,9 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.config import ConfigError
-from app.decisions.calibration import T_MAX, T_MIN
-from app.decisions.policy import ReadPolicy
+from app.core.config import ConfigError
+from app.gateway.decisions.calibration import T_MAX, T_MIN
+from app.jev.wire import ReadPolicy
 
 FORMAT: Literal["dgemma-calibration/1"] = "dgemma-calibration/1"
 Kind = Literal["noul", "choice", "score"]

@@ -16,8 +16,7 @@ import zstandard
 from pydantic import BaseModel, ConfigDict, Field
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from app.decisions.policy import ReadPolicy
-from app.errors import BodyTooLarge, InvalidBody, InvalidRequest, UnsupportedMedia
+from app.core.errors import BodyTooLarge, InvalidBody, InvalidRequest, UnsupportedMedia
 
 # A JSON value the model reads as text: a string as-is, an object or array as JSON text.
 Content = str | dict[str, Any] | list[Any]
@@ -29,6 +28,49 @@ MAX_SCORE_LEVELS = 10
 MAX_DEPTH = 64
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # \uD800-\uDFFF, paired or not
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+ReadPolicyName = Literal["single", "adaptive", "debias"]
+
+
+class ReadPolicy(BaseModel):
+    """How many reads each question gets. The deployment's defaults (settings), a request's
+    `read_policy` override and the policy echoed in the answer are all this model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    mode: ReadPolicyName = "adaptive"
+    """`single`: one read per question. `adaptive`: questions whose first read's normalised
+    entropy exceeds `reread_entropy` get `extra_reads` more reads in other option orders.
+    `debias`: always `debias_reads` reads in different option orders."""
+    reread_entropy: float = Field(0.9, ge=0.0, le=1.0)
+    """Normalised entropy (0 = certain, 1 = uniform) above which `adaptive` re-reads a question."""
+    extra_reads: int = Field(2, ge=0, le=16)
+    """Extra reads `adaptive` gives an uncertain question."""
+    debias_reads: int = Field(3, ge=1, le=16)
+    """Reads per question in `debias` mode, each in a different option order."""
+
+    def overridden(self, override: ReadPolicy | None) -> ReadPolicy:
+        """This policy with the fields a request set explicitly replaced."""
+        if override is None or not override.model_fields_set:
+            return self
+        return self.model_copy(update=override.model_dump(include=override.model_fields_set))
+
+    def first_orders(self, max_orders: int) -> int:
+        """How many option orders every question gets in the first round."""
+        return min(self.debias_reads, max_orders) if self.mode == "debias" else 1
+
+    def extra_orders(self, first_entropy: float, max_orders: int) -> int:
+        """How many more orders a question gets after its first read (adaptive only)."""
+        if self.mode != "adaptive" or first_entropy <= self.reread_entropy:
+            return 0
+        return max(0, min(self.extra_reads, max_orders - 1))
+
+    def most_orders(self, max_orders: int) -> int:
+        """The most option orders a question can get under this policy, whatever it reads."""
+        if self.mode == "adaptive":
+            return min(max_orders, 1 + self.extra_reads)
+        return self.first_orders(max_orders)
 
 
 class _Strict(BaseModel):

@@ -1,6 +1,6 @@
 """The router's client of the decision service: a Jev client over HTTP, like any other.
 
-It sends the gateway's own request model and reads its response model (app/wire.py), and maps
+It sends the gateway's own request model and reads its response model (app/jev/wire.py), and maps
 the statuses back to the gateway's domain errors, so the router decides "page on the fallback now"
 by error class, not by status code: `EngineUnavailable` (503, 429, 502, unreachable, too slow) means
 the model cannot answer now; `InvalidRequest` means the policy asks something the service refuses.
@@ -14,23 +14,23 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from app.errors import (
+from app.core.errors import (
     EngineBadAnswer,
     EngineUnavailable,
-    GatewayError,
     InvalidRequest,
     ModelNotFound,
+    ServiceError,
     Unauthorized,
 )
-from app.identity import IdTokens, audience_of, auth_headers
-from app.wire import SystemOneRequest, SystemOneResponse
+from app.core.identity import IdTokens, audience_of, auth_headers
+from app.jev.wire import SystemOneRequest, SystemOneResponse
 
 # Statuses that mean "not now": a cold or saturated service, one that just failed. The router pages
 # on its fallback route and retries the classification later.
 _NOT_NOW = {429, 500, 502, 503, 504}
 
 
-class GatewayClient:
+class JevClient:
     """`answers(request)` -> the gateway's answers; `ready()` -> whether it answers now (and, on a
     scaled-to-zero Cloud Run service, the request that starts an instance)."""
 
@@ -70,7 +70,7 @@ class GatewayClient:
     async def answers(self, request: SystemOneRequest) -> tuple[dict[str, Any], frozenset[str]]:
         """One Jev decision's answers (probabilities included), as JSON, and the names of those the
         gateway calibrated. Raises EngineUnavailable when it cannot be had now, another
-        GatewayError when the request or the router's configuration is wrong."""
+        ServiceError when the request or the router's configuration is wrong."""
         body = request.model_dump(mode="json", exclude_none=True)
         try:
             r = await self._http.post("/v1/systemone", json=body, headers=await self._headers())
@@ -94,7 +94,7 @@ class GatewayClient:
                 f"the decision service answered {r.status_code}: {detail}",
                 retry_after=int(retry) if retry and retry.isdigit() else None,
             )
-        error: type[GatewayError] = {401: Unauthorized, 403: Unauthorized, 404: ModelNotFound}.get(
+        error: type[ServiceError] = {401: Unauthorized, 403: Unauthorized, 404: ModelNotFound}.get(
             r.status_code, InvalidRequest
         )
         raise error(f"the decision service refused the request ({r.status_code}): {detail}")

@@ -12,11 +12,11 @@ import sys
 import time
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter
 from pythonjsonlogger.orjson import OrjsonFormatter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import error_response
+from app.core.http_errors import error_response
 
 REQUEST_ID_HEADER = "x-typesafe-request-id"
 TRACE_FIELD = "logging.googleapis.com/trace"
@@ -121,81 +121,6 @@ class HttpMetrics:
         )
         self.errors = Counter(
             "dgemma_errors", "Error responses (status >= 400) by status.", ["status"], registry=self.registry
-        )
-
-
-class Metrics(HttpMetrics):
-    """The gateway's metrics."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.decision_seconds = Histogram(
-            "dgemma_decision_seconds",
-            "Time to answer a decision request (successful ones).",
-            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32),
-            registry=self.registry,
-        )
-        self.reads_per_question = Histogram(
-            "dgemma_engine_reads_per_question",
-            "Engine reads a question took (re-reads and chunk reads included).",
-            buckets=(0, 1, 2, 3, 4, 6, 8, 12, 16, 32),
-            registry=self.registry,
-        )
-        self.inflight = Gauge(
-            "dgemma_decisions_inflight", "Decisions being read now.", registry=self.registry
-        )
-        self.queued = Gauge(
-            "dgemma_decisions_queued", "Decisions waiting for a slot.", registry=self.registry
-        )
-        self.units_in_use = Gauge(
-            "dgemma_admission_units_in_use",
-            "Admission units held by decisions being read (a unit per started engine call of reads).",
-            registry=self.registry,
-        )
-        self.shed = Counter(
-            "dgemma_decisions_shed",
-            "Decisions turned away with 429: the line was full, or no slot came within the wait limit.",
-            ["reason"],
-            registry=self.registry,
-        )
-        self.cancelled = Counter(
-            "dgemma_decisions_cancelled",
-            "Decisions cancelled because the client went away before the answer.",
-            registry=self.registry,
-        )
-
-
-class RouterMetrics(HttpMetrics):
-    """The alert router's metrics (the decision latency as the router sees it, network included)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        r = self.registry
-        self.received = Counter(
-            "dgemma_alerts_received", "Alerts received.", ["source", "status"], registry=r
-        )
-        self.classified = Counter(
-            "dgemma_alerts_classified", "Alerts classified, by action.", ["action"], registry=r
-        )
-        self.fallback = Counter(
-            "dgemma_alerts_fallback", "Alerts paged unclassified on the fallback route.", registry=r
-        )
-        self.unclassified = Counter(
-            "dgemma_alerts_unclassified",
-            "Fallback pages never classified (the service stayed down).",
-            registry=r,
-        )
-        self.delivered = Counter(
-            "dgemma_alerts_delivered", "Deliveries that reached a sink.", ["sink", "kind"], registry=r
-        )
-        self.failed = Counter(
-            "dgemma_alerts_failed", "Deliveries a sink refused or missed.", ["sink"], registry=r
-        )
-        self.decision_seconds = Histogram(
-            "dgemma_alerts_decision_seconds",
-            "Time to an alert's classification, from the router (within the budget only).",
-            buckets=(0.1, 0.25, 0.5, 1, 2, 4, 8, 16),
-            registry=r,
         )
 
 

@@ -1,0 +1,41 @@
+"""The alert router's metrics (Prometheus, at /metrics)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+from app.core.observability import HttpMetrics
+
+
+class RouterMetrics(HttpMetrics):
+    """The alert router's metrics (the decision latency as the router sees it, network included)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        r = self.registry
+        self.received = Counter(
+            "dgemma_alerts_received", "Alerts received.", ["source", "status"], registry=r
+        )
+        self.classified = Counter(
+            "dgemma_alerts_classified", "Alerts classified, by action.", ["action"], registry=r
+        )
+        self.fallback = Counter(
+            "dgemma_alerts_fallback", "Alerts paged unclassified on the fallback route.", registry=r
+        )
+        self.unclassified = Counter(
+            "dgemma_alerts_unclassified",
+            "Fallback pages never classified (the service stayed down).",
+            registry=r,
+        )
+        self.delivered = Counter(
+            "dgemma_alerts_delivered", "Deliveries that reached a sink.", ["sink", "kind"], registry=r
+        )
+        self.failed = Counter(
+            "dgemma_alerts_failed", "Deliveries a sink refused or missed.", ["sink"], registry=r
+        )
+        self.decision_seconds = Histogram(
+            "dgemma_alerts_decision_seconds",
+            "Time to an alert's classification, from the router (within the budget only).",
+            buckets=(0.1, 0.25, 0.5, 1, 2, 4, 8, 16),
+            registry=r,
+        )
