@@ -12,12 +12,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from app.alerts.records import Action, Alert, Page, Severity
 from app.alerts.sinks import SinkConfig, SinkConfigError, parse_sink_configs
 from app.core.config import ConfigError
 from app.core.errors import InvalidRequest
+from app.core.models import StrictModel
 from app.jev.wire import SystemOneRequest, check_limits
 
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "error", "critical")
@@ -27,11 +28,7 @@ class PolicyError(ConfigError):
     """The policy file is not usable; the message names the file and the line or field."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Thresholds(_Strict):
+class Thresholds(StrictModel):
     page: float = Field(0.7, ge=0, le=1)
     uncertain: float = Field(0.4, ge=0, le=1)
     ticket: float = Field(0.15, ge=0, le=1)
@@ -47,13 +44,13 @@ class Thresholds(_Strict):
         return self
 
 
-class Questions(_Strict):
+class Questions(StrictModel):
     page: str = Field(min_length=1)
     team: str = Field(min_length=1)
     severity: str = Field(min_length=1)
 
 
-class SeverityScale(_Strict):
+class SeverityScale(StrictModel):
     levels: list[Severity] = Field(min_length=2)
 
     @model_validator(mode="after")
@@ -64,17 +61,17 @@ class SeverityScale(_Strict):
         return self
 
 
-class Team(_Strict):
+class Team(StrictModel):
     description: str = Field(min_length=1)
     route: str
 
 
-class Route(_Strict):
+class Route(StrictModel):
     page: list[str] = Field(min_length=1)
     ticket: list[str] = Field(default_factory=list)
 
 
-class PolicyFile(_Strict):
+class PolicyFile(StrictModel):
     fallback_route: str
     thresholds: Thresholds = Thresholds()
     questions: Questions

@@ -15,14 +15,11 @@ by `build_sinks`.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import json
 import logging
-import math
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Protocol
@@ -31,7 +28,6 @@ import httpx
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
@@ -42,6 +38,8 @@ from tenacity.wait import wait_base, wait_random_exponential
 
 from app.alerts.records import Alert, Page, Severity
 from app.core.config import ConfigError
+from app.core.models import StrictModel
+from app.core.retry import retry_after_s
 
 log = logging.getLogger("app.alerts.sinks")
 
@@ -75,11 +73,7 @@ HttpUrlStr = Annotated[str, AfterValidator(_http_url)]  # kept as written (pydan
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]  # an environment variable's name
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class _HttpSinkConfig(_Strict):
+class _HttpSinkConfig(StrictModel):
     """Retry knobs every HTTP sink shares."""
 
     attempts: int = Field(3, ge=1, le=10)
@@ -146,7 +140,7 @@ class WebhookConfig(_HttpSinkConfig):
         return self
 
 
-class ConsoleConfig(_Strict):
+class ConsoleConfig(StrictModel):
     type: Literal["console"]
 
 
@@ -252,22 +246,6 @@ class _Refused(Exception):
 # Transport errors worth another attempt; the others (UnsupportedProtocol, LocalProtocolError) would
 # fail the same way again.
 _TRANSIENT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
-
-
-def retry_after_s(value: str | None, now: float | None = None) -> float | None:
-    """Seconds a `Retry-After` header asks for (delta-seconds or an HTTP date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)  # the RFC says integer seconds; fractions are accepted, harmlessly
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 class _Backoff(wait_base):

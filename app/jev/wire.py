@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from app.core.errors import BodyTooLarge, InvalidBody, InvalidRequest, UnsupportedMedia
+from app.core.models import StrictModel
 
 # A JSON value the model reads as text: a string as-is, an object or array as JSON text.
 Content = str | dict[str, Any] | list[Any]
@@ -73,34 +74,30 @@ class ReadPolicy(BaseModel):
         return self.first_orders(max_orders)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class NoulCriteria(_Strict):
+class NoulCriteria(StrictModel):
     true: Content | None = None
     false: Content | None = None
 
 
-class NoulQuestion(_Strict):
+class NoulQuestion(StrictModel):
     type: Literal["noul"]
     instructions: Content | None = None
     criteria: NoulCriteria | None = None
 
 
-class ChoiceQuestion(_Strict):
+class ChoiceQuestion(StrictModel):
     type: Literal["choice"]
     instructions: Content | None = None
     criteria: dict[str, Content | None] = Field(min_length=1)
 
 
-class ScoreQuestion(_Strict):
+class ScoreQuestion(StrictModel):
     type: Literal["score"]
     instructions: Content | None = None
     criteria: list[Content] = Field(min_length=1)
 
 
-class BoxQuestion(_Strict):
+class BoxQuestion(StrictModel):
     type: Literal["box"]
     instructions: Content | None = None
 
@@ -108,7 +105,7 @@ class BoxQuestion(_Strict):
 Question = Annotated[NoulQuestion | ChoiceQuestion | ScoreQuestion | BoxQuestion, Field(discriminator="type")]
 
 
-class Asset(_Strict):
+class Asset(StrictModel):
     type: Literal["image"]
     format: Literal["png", "jpg", "jpeg"] | None = None
     data_base64: str | None = None
