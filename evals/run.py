@@ -9,14 +9,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
+from app.core.errors import ServiceError
+from app.jev.client import JevClient, Retry
 from evals.data import Item, Scored
 from evals.errors import EvalError
 from evals.metrics import Bin, Outcome, accuracy, baseline, brier, ece, flip_rate, reliability
 
 ORDERS = ("canonical", "reversed")
-RETRIES = 5  # on 429/503 and dropped connections: the gateway sheds load, the eval waits its turn
+# On 429/503 and dropped connections: the gateway sheds load, the eval waits its turn.
+RETRY = Retry(attempts=6)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Row:
 
 
 async def ask_all(
-    client: httpx.AsyncClient,
+    client: JevClient,
     items: Sequence[Item],
     model: str,
     policies: Sequence[str | None],
@@ -53,7 +54,10 @@ async def ask_all(
     async def one(item: Item, policy: str | None, order: str) -> dict[str, Any]:
         async with gate:
             body = item.body(model, policy, reverse=order == "reversed")
-            answer = await _post(client, body, f"line {item.line} ({policy or 'default'}, {order} order)")
+            try:
+                answer = await client.decide(body)
+            except ServiceError as e:
+                raise EvalError(f"line {item.line} ({policy or 'default'}, {order} order): {e}") from None
         progress()
         return answer
 
@@ -61,34 +65,6 @@ async def ask_all(
     results = await asyncio.gather(*(one(item, p, o) for p, o in jobs for item in items))
     n = len(items)
     return {job: results[i * n : (i + 1) * n] for i, job in enumerate(jobs)}
-
-
-async def _post(client: httpx.AsyncClient, body: dict[str, Any], what: str) -> dict[str, Any]:
-    for attempt in range(RETRIES + 1):
-        try:
-            response = await client.post("/v1/systemone", json=body)
-        except httpx.TransportError as e:
-            if attempt == RETRIES:
-                raise EvalError(f"{what}: {type(e).__name__}: {e}") from None
-            await asyncio.sleep(min(8.0, 0.5 * 2**attempt))
-            continue
-        if response.status_code in (429, 503) and attempt < RETRIES:
-            await asyncio.sleep(_retry_after(response.headers.get("retry-after"), attempt))
-            continue
-        if response.status_code != 200:
-            detail = response.text[:300]
-            raise EvalError(f"{what}: the service answered {response.status_code}: {detail}")
-        data: dict[str, Any] = response.json()
-        return data
-    raise AssertionError("unreachable")
-
-
-def _retry_after(header: str | None, attempt: int) -> float:
-    """Seconds to wait: the service's Retry-After when it gives seconds, else exponential backoff."""
-    try:
-        return min(60.0, max(0.0, float(header or "")))
-    except ValueError:
-        return min(8.0, 0.5 * 2.0**attempt)
 
 
 def probabilities(scored: Scored, answer: dict[str, Any], *, reversed_order: bool) -> tuple[float, ...]:
@@ -203,7 +179,7 @@ def ask(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     async def go() -> Asked:
-        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout_s) as client:
+        async with JevClient(url, headers=headers, timeout_s=timeout_s, retry=RETRY) as client:
             served = model or await served_model(client)
             columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
             with Progress(*columns, transient=True) as bar:
@@ -219,16 +195,9 @@ def ask(
     return asyncio.run(go())
 
 
-async def served_model(client: httpx.AsyncClient) -> str:
+async def served_model(client: JevClient) -> str:
     """The first model `/v1/models` lists: what the eval asks for unless told otherwise."""
     try:
-        response = await client.get("/v1/models")
-    except httpx.TransportError as e:
-        raise EvalError(f"{client.base_url} cannot be reached: {type(e).__name__}: {e}") from None
-    if response.status_code != 200:
-        raise EvalError(f"GET /v1/models answered {response.status_code}: {response.text[:300]}")
-    models = response.json().get("models") or []
-    if not models:
-        raise EvalError("GET /v1/models lists no model")
-    name: str = models[0]["name"]
-    return name
+        return (await client.models())[0]
+    except ServiceError as e:
+        raise EvalError(str(e)) from None

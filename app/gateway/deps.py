@@ -13,7 +13,6 @@ from fastapi import Depends, Request
 
 from app.gateway.admission import Admission
 from app.gateway.auth import KeyRing
-from app.gateway.decisions.decide import Decider
 from app.gateway.engine import Engine
 from app.gateway.metrics import Metrics
 from app.gateway.settings import GatewaySettings
@@ -30,7 +29,6 @@ def _state(attr: str) -> Callable[[Request], Awaitable[Any]]:
 
 SettingsDep = Annotated[GatewaySettings, Depends(_state("settings"))]
 EngineDep = Annotated[Engine, Depends(_state("engine"))]
-DeciderDep = Annotated[Decider, Depends(_state("decider"))]
 MetricsDep = Annotated[Metrics, Depends(_state("metrics"))]
 AdmissionDep = Annotated[Admission, Depends(_state("admission"))]
 

@@ -80,7 +80,12 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
     install_error_handlers(app)
     app.include_router(systemone.router)
     app.include_router(health.router)
-    app.add_middleware(systemone.DecisionRoute)  # inside the request middleware: ids, logs, metrics
+    app.state.decide = systemone.decision_handler(
+        settings, keys, app.state.decider, app.state.admission, metrics, read_policy
+    )
+    # The decision route past FastAPI's layers (see DecisionRoute), inside the request middleware:
+    # ids, logs, metrics.
+    app.add_middleware(systemone.DecisionRoute, handler=app.state.decide)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     app.openapi = _openapi_with_request_schema(app)  # type: ignore[method-assign]
     return app

@@ -1,18 +1,26 @@
-"""The router's client of the decision service: a Jev client over HTTP, like any other.
+"""The kit's one client of the Jev API (`POST /v1/systemone`, `/v1/models`, `/readyz`): the alert
+router, `dgemma eval` and `calibrate`, and the deploy's smoke decision all use it.
 
-It sends the gateway's own request model and reads its response model (app/jev/wire.py), and maps
-the statuses back to the gateway's domain errors, so the router decides "page on the fallback now"
-by error class, not by status code: `EngineUnavailable` (503, 429, 502, unreachable, too slow) means
-the model cannot answer now; `InvalidRequest` means the policy asks something the service refuses.
+It sends the request as given (the wire's model, or a JSON body as a labelled file holds it),
+checks a 200 against the response model (app/jev/wire.py) and maps every other status back to the
+kit's domain errors, so that a caller decides by error class, not by status code:
+`EngineUnavailable` (429, 5xx, unreachable, too slow) means the service cannot answer now;
+`InvalidRequest` and the others mean the request or the caller's configuration is wrong.
+Retrying is opt-in (`Retry`): the router does not wait (it pages on its fallback route and
+classifies later), an eval waits its turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from pydantic import ValidationError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_random_exponential
 
 from app.core.errors import (
     EngineBadAnswer,
@@ -23,16 +31,41 @@ from app.core.errors import (
     Unauthorized,
 )
 from app.core.identity import IdTokens, audience_of, auth_headers
+from app.core.retry import retry_after_s
 from app.jev.wire import SystemOneRequest, SystemOneResponse
 
-# Statuses that mean "not now": a cold or saturated service, one that just failed. The router pages
-# on its fallback route and retries the classification later.
+# Statuses that mean "not now": a cold or saturated service, one that just failed.
 _NOT_NOW = {429, 500, 502, 503, 504}
+# Of those, the ones a retry may wait out: the service sheds load (429) or is starting or draining (503).
+_WAIT_OUT = {429, 503}
+
+
+class _Transient(EngineUnavailable):
+    """A 429 or 503, a dropped connection or a timeout: worth another attempt under a `Retry`."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Retry a transient failure (429, 503, a dropped connection, a timeout) up to `attempts` tries
+    in all, waiting what the service's Retry-After says, else full-jitter exponential backoff (both
+    capped)."""
+
+    attempts: int = 6
+    base_s: float = 0.5
+    cap_s: float = 60.0
+
+    def wait(self, state: RetryCallState) -> float:
+        outcome = state.outcome
+        error = outcome.exception() if outcome is not None else None
+        if isinstance(error, EngineUnavailable) and error.retry_after is not None:
+            return float(min(error.retry_after, self.cap_s))
+        return float(wait_random_exponential(multiplier=self.base_s, max=min(8.0, self.cap_s))(state))
 
 
 class JevClient:
-    """`answers(request)` -> the gateway's answers; `ready()` -> whether it answers now (and, on a
-    scaled-to-zero Cloud Run service, the request that starts an instance)."""
+    """`decide(body)` -> a decision's whole response; `answers(request)` -> its answers and the names
+    the service calibrated; `models()`; `ready()` -> whether it answers now (on a scaled-to-zero Cloud
+    Run service, the request that starts an instance)."""
 
     def __init__(
         self,
@@ -40,16 +73,28 @@ class JevClient:
         *,
         api_key: str | None = None,
         id_tokens: IdTokens | None = None,
+        headers: Mapping[str, str] | None = None,  # sent as they are (a caller that minted its own)
         timeout_s: float = 120.0,
-        transport: httpx.AsyncBaseTransport | None = None,  # tests: the gateway app in process
+        retry: Retry | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,  # tests: an app in process
     ) -> None:
         self.url = url.rstrip("/")
         self._api_key = api_key
         self._id_tokens = id_tokens
         self._audience = audience_of(self.url) if id_tokens else ""
+        self._retry = retry
         self._http = httpx.AsyncClient(
-            base_url=self.url, timeout=httpx.Timeout(timeout_s, connect=10.0), transport=transport
+            base_url=self.url,
+            headers=dict(headers or {}),
+            timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
+            transport=transport,
         )
+
+    async def __aenter__(self) -> JevClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -67,37 +112,71 @@ class JevClient:
             return False
         return r.status_code == 200
 
-    async def answers(self, request: SystemOneRequest) -> tuple[dict[str, Any], frozenset[str]]:
-        """One Jev decision's answers (probabilities included), as JSON, and the names of those the
-        gateway calibrated. Raises EngineUnavailable when it cannot be had now, another
-        ServiceError when the request or the router's configuration is wrong."""
-        body = request.model_dump(mode="json", exclude_none=True)
+    async def models(self) -> list[str]:
+        """The model names `/v1/models` lists, the served one first. Never retried: the first contact
+        with a service says at once whether it can be reached."""
+        r = await self._once("GET", "/v1/models")
+        names = [str(m["name"]) for m in r.json().get("models") or []]
+        if not names:
+            raise EngineBadAnswer("the decision service lists no model (GET /v1/models)")
+        return names
+
+    async def decide(self, body: SystemOneRequest | Mapping[str, Any]) -> dict[str, Any]:
+        """One decision's response as JSON (answers, usage, diagnostics), checked against the wire's
+        response model. Raises a ServiceError when it cannot be had (see the module's docstring)."""
+        if isinstance(body, SystemOneRequest):
+            body = body.model_dump(mode="json", exclude_none=True)
+        r = await self._send("POST", "/v1/systemone", json=body)
         try:
-            r = await self._http.post("/v1/systemone", json=body, headers=await self._headers())
+            data = r.json()
+            SystemOneResponse.model_validate(data)
+        except (ValueError, ValidationError) as e:
+            raise EngineBadAnswer(f"the decision service answered with an unexpected body: {e}") from e
+        decided: dict[str, Any] = data
+        return decided
+
+    async def answers(self, request: SystemOneRequest) -> tuple[dict[str, Any], frozenset[str]]:
+        """A decision's answers (probabilities included), as JSON, and the names of those the service
+        calibrated."""
+        response = SystemOneResponse.model_validate(await self.decide(request))
+        answers: dict[str, Any] = response.model_dump(mode="json")["answers"]
+        return answers, frozenset(name for name, d in response.diagnostics.items() if d.calibrated)
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        if self._retry is None:
+            return await self._once(method, path, **kwargs)
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(_Transient),
+            stop=stop_after_attempt(self._retry.attempts),
+            wait=self._retry.wait,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._once(method, path, **kwargs)
+        raise AssertionError("unreachable: tenacity reraises the last error")
+
+    async def _once(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            r = await self._http.request(method, path, headers=await self._headers(), **kwargs)
         except httpx.TimeoutException as e:
-            raise EngineUnavailable(
-                f"the decision service did not answer in time ({type(e).__name__})"
-            ) from e
-        except httpx.HTTPError as e:
-            raise EngineUnavailable(f"the decision service is not reachable ({type(e).__name__})") from e
+            raise _Transient(f"the decision service did not answer in time ({type(e).__name__})") from e
+        except httpx.TransportError as e:
+            raise _Transient(f"{self.url} cannot be reached: {type(e).__name__}: {e}") from e
         if r.status_code == 200:
-            try:
-                response = SystemOneResponse.model_validate(r.json())
-            except (ValueError, ValidationError) as e:
-                raise EngineBadAnswer(f"the decision service answered with an unexpected body: {e}") from e
-            answers: dict[str, Any] = response.model_dump(mode="json")["answers"]
-            return answers, frozenset(name for name, d in response.diagnostics.items() if d.calibrated)
+            return r
         detail = _detail(r)
         if r.status_code in _NOT_NOW:
-            retry = r.headers.get("retry-after")
-            raise EngineUnavailable(
-                f"the decision service answered {r.status_code}: {detail}",
-                retry_after=int(retry) if retry and retry.isdigit() else None,
+            retry = retry_after_s(r.headers.get("retry-after"))
+            kind = _Transient if r.status_code in _WAIT_OUT else EngineUnavailable
+            raise kind(
+                f"the service answered {r.status_code}: {detail}",
+                retry_after=None if retry is None else round(retry),
             )
         error: type[ServiceError] = {401: Unauthorized, 403: Unauthorized, 404: ModelNotFound}.get(
             r.status_code, InvalidRequest
         )
-        raise error(f"the decision service refused the request ({r.status_code}): {detail}")
+        raise error(f"the service answered {r.status_code}: {detail}")
 
 
 def _detail(r: httpx.Response) -> str:

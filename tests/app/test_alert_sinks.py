@@ -16,19 +16,12 @@ import httpx
 import pytest
 
 from app.alerts.records import Alert, Page
-from app.alerts.sinks import (
-    ConsoleSink,
-    PagerDutySink,
-    Sink,
-    SinkConfigError,
-    SinkError,
-    build_sinks,
-    dedup_key,
-    page_document,
-    parse_sink_configs,
-    retry_after_s,
-)
+from app.alerts.sinks import Sink, SinkConfigError, SinkError, build_sinks, parse_sink_configs
+from app.alerts.sinks.console import ConsoleSink
+from app.alerts.sinks.documents import dedup_key, page_document
+from app.alerts.sinks.pagerduty import PagerDutySink
 from app.core.config import ConfigError
+from app.core.retry import retry_after_s
 from devtools.metadata import RecordingServer, Reply, Seen, json_reply, serving
 
 ROUTING_KEY = "R0123456789abcdef0123456789abcd"

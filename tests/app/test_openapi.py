@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from openapi_spec_validator import validate
 
 from app.gateway.main import create_app
+from app.gateway.routes import systemone
 from app.jev.wire import SystemOneRequest
-from tests.helpers import ScriptedEngine, gateway_settings
+from tests.helpers import ScriptedEngine, decision, gateway_settings, in_process
 
 
 def _doc() -> dict[str, Any]:
@@ -54,3 +56,30 @@ def test_v1_declares_its_bearer_key_and_the_probes_do_not() -> None:
     for path, operations in doc["paths"].items():
         for operation in operations.values():
             assert ("security" in operation) == path.startswith("/v1/"), path
+
+
+def test_the_declared_decision_route_has_no_dependency_that_would_never_run() -> None:
+    """POST /v1/systemone is served past FastAPI's router (`DecisionRoute`): a `Depends` added to
+    the declared route would show in the document and never run, so there must be none."""
+    route = next(
+        r for r in systemone.router.routes if isinstance(r, APIRoute) and r.path.endswith("/systemone")
+    )
+    assert route.dependencies == [] and route.dependant.dependencies == []
+    assert [p.name for p in route.dependant.query_params + route.dependant.header_params] == []
+    assert route.methods == {"POST"}
+
+
+async def test_the_decision_route_is_served_by_the_handler_create_app_built() -> None:
+    app: FastAPI = create_app(gateway_settings(), engine=ScriptedEngine())
+    built = app.state.decide
+    served = []
+
+    async def spy(request: Any) -> Any:
+        served.append(request.url.path)
+        return await built(request)
+
+    app.state.decide = spy  # the declared route reads it; the bypass was given `built` itself
+    async with in_process(app) as client:
+        r = await client.post("/v1/systemone", json=decision({"p": {"type": "noul", "instructions": "?"}}))
+    assert r.status_code == 200 and served == [], "the bypass answered, not the declared route"
+    assert (await in_process(app).get("/v1/systemone")).status_code == 405

@@ -100,14 +100,6 @@ def test_an_item_parses_and_reverses_its_options() -> None:
     assert with_null.body("m", "single")["read_policy"] == {"mode": "single"}
 
 
-def test_retry_after_seconds_are_honoured_and_dates_fall_back_to_backoff() -> None:
-    from evals.run import _retry_after
-
-    assert _retry_after("3", 0) == 3.0
-    assert _retry_after("Wed, 21 Oct 2026 07:28:00 GMT", 2) == 2.0
-    assert _retry_after(None, 0) == 0.5
-
-
 @pytest.mark.parametrize(
     ("line", "message"),
     [

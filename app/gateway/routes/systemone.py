@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import orjson
@@ -23,6 +23,7 @@ from app.core.errors import (
 )
 from app.core.http_errors import service_error_response, validation_detail
 from app.gateway.admission import Admission
+from app.gateway.auth import KeyRing
 from app.gateway.decisions.decide import Decider, Decision
 from app.gateway.deps import SettingsDep, require_api_key
 from app.gateway.metrics import Metrics
@@ -30,6 +31,7 @@ from app.gateway.settings import GatewaySettings
 from app.jev.wire import (
     ErrorBody,
     ModelList,
+    ReadPolicy,
     SystemOneRequest,
     SystemOneResponse,
     check_limits,
@@ -40,6 +42,7 @@ from app.jev.wire import (
 )
 
 T = TypeVar("T")
+Handler = Callable[[Request], Awaitable[Response]]
 DECISION_PATH = "/v1/systemone"
 # Every /v1 route checks the API key first: /v1/models as a dependency, /v1/systemone by calling
 # the same function itself (see there).
@@ -99,63 +102,79 @@ async def list_models(settings: SettingsDep) -> dict[str, Any]:
 )
 async def system_one(request: Request) -> Response:
     """Answer typed questions about a state, with probabilities (Jev's System One)."""
-    # Served by `DecisionRoute` (below), past FastAPI's dependency solving: it checks the key and
-    # reads what `create_app` set on app.state itself, and returns its JSON already encoded.
-    start = time.perf_counter()
-    caller = await require_api_key(request)
-    state = request.app.state
-    settings: GatewaySettings = state.settings
-    decider: Decider = state.decider
-    admission: Admission = state.admission
-    metrics: Metrics = state.metrics
-    data, asset_parts = await _read_body(request, settings)
-    try:
-        # Strict: a JSON "2" or 2.0 or true is not an integer (the schema says so; found by fuzzing).
-        body = SystemOneRequest.model_validate(data, strict=True)
-    except ValidationError as e:
-        raise InvalidBody(validation_detail(e.errors(), prefix=("body",))) from e
-    if body.model not in settings.model_names:
-        raise ModelNotFound(f"Model {body.model!r} not found. Available: {', '.join(settings.model_names)}.")
-    check_limits(body, settings.max_questions)
-    if body.assets or asset_parts:
-        raise Unsupported(
-            "This deployment serves a text-only model (DiffusionGemma reads through vLLM 0.32 take no "
-            "images): send state, instructions and criteria as text or JSON, without assets."
-        )
-    salt = state.keys.cache_salt(caller) if settings.cache_isolation else None
-    plan = decider.plan(body, state.read_policy.overridden(body.read_policy), cache_salt=salt)
-    async with admission.slot(plan.max_reads):
-        decision: Decision = await _unless_disconnected(request, decider.decide(plan), metrics)
-    metrics.decision_seconds.observe(time.perf_counter() - start)
-    for reads in decision.engine_reads.values():
-        metrics.reads_per_question.observe(reads)
-    answer = {
-        "object": "structured_decision",
-        "model": settings.served_model,
-        "answers": decision.answers,
-        "usage": decision.usage,
-        "diagnostics": decision.diagnostics,
-        "read_policy": plan.policy.model_dump(),
-    }
-    try:
-        payload = orjson.dumps(answer)
-    except orjson.JSONEncodeError:
-        # A score's legend echoes the client's levels, which JSON lets carry integers beyond the 64
-        # bits orjson writes (found by fuzzing: a 500); the standard encoder writes any integer.
-        payload = json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode()
-    return Response(payload, media_type="application/json")
+    # Declared for the OpenAPI document and the other methods' 405; a POST is served by
+    # `DecisionRoute` before the router, with the handler `create_app` built. No dependencies
+    # here: they would show in the document and never run (tests/app/test_openapi.py).
+    handler: Handler = request.app.state.decide
+    return await handler(request)
+
+
+def decision_handler(
+    settings: GatewaySettings,
+    keys: KeyRing,
+    decider: Decider,
+    admission: Admission,
+    metrics: Metrics,
+    read_policy: ReadPolicy,
+) -> Handler:
+    """`POST /v1/systemone` with what it needs bound once, at build: the key check, the body, the
+    plan, a slot, the reads, the answer already encoded."""
+
+    async def decide(request: Request) -> Response:
+        start = time.perf_counter()
+        caller = keys.check(request.headers.get("authorization", ""))
+        data, asset_parts = await _read_body(request, settings)
+        try:
+            # Strict: a JSON "2" or 2.0 or true is not an integer (the schema says so; found by fuzzing).
+            body = SystemOneRequest.model_validate(data, strict=True)
+        except ValidationError as e:
+            raise InvalidBody(validation_detail(e.errors(), prefix=("body",))) from e
+        if body.model not in settings.model_names:
+            names = ", ".join(settings.model_names)
+            raise ModelNotFound(f"Model {body.model!r} not found. Available: {names}.")
+        check_limits(body, settings.max_questions)
+        if body.assets or asset_parts:
+            raise Unsupported(
+                "This deployment serves a text-only model (DiffusionGemma reads through vLLM 0.32 take "
+                "no images): send state, instructions and criteria as text or JSON, without assets."
+            )
+        salt = keys.cache_salt(caller) if settings.cache_isolation else None
+        plan = decider.plan(body, read_policy.overridden(body.read_policy), cache_salt=salt)
+        async with admission.slot(plan.max_reads):
+            decision: Decision = await _unless_disconnected(request, decider.decide(plan), metrics)
+        metrics.decision_seconds.observe(time.perf_counter() - start)
+        for reads in decision.engine_reads.values():
+            metrics.reads_per_question.observe(reads)
+        answer = {
+            "object": "structured_decision",
+            "model": settings.served_model,
+            "answers": decision.answers,
+            "usage": decision.usage,
+            "diagnostics": decision.diagnostics,
+            "read_policy": plan.policy.model_dump(),
+        }
+        try:
+            payload = orjson.dumps(answer)
+        except orjson.JSONEncodeError:
+            # A score's legend echoes the client's levels, which JSON lets carry integers beyond the 64
+            # bits orjson writes (found by fuzzing: a 500); the standard encoder writes any integer.
+            payload = json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode()
+        return Response(payload, media_type="application/json")
+
+    return decide
 
 
 class DecisionRoute:
-    """ASGI middleware that serves `POST /v1/systemone` by calling `system_one` itself, past
+    """ASGI middleware that serves `POST /v1/systemone` by calling its handler itself, past
     FastAPI's exception middleware, exit stack, router and route: those layers were a fifth of the
     gateway's CPU per decision (py-spy against the instant stand-in; `make bench-cost`). The route
     above stays declared: it is what the OpenAPI document shows, and what answers other methods.
     Errors take the same path as through FastAPI: domain errors become `service_error_response`,
     anything else reaches the request middleware, which logs it and answers 500."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, handler: Handler) -> None:
         self.app = app
+        self.handler = handler
         # The declared route, set in the scope as the router would: metrics and logs name it.
         self.route = next(r for r in router.routes if getattr(r, "path", None) == DECISION_PATH)
 
@@ -165,7 +184,7 @@ class DecisionRoute:
             return
         scope["route"] = self.route
         try:
-            response = await system_one(Request(scope, receive))
+            response = await self.handler(Request(scope, receive))
         except ServiceError as e:
             response = service_error_response(e)
         await response(scope, receive, send)
