@@ -1,8 +1,9 @@
 """Regenerate the generated parts of the docs; `--check` fails when one is stale.
 
-- README.md, settings: from the settings sections, each owned by the room of the process that reads
-  it (listed here and nowhere else; an inherited field appears once, under the section declaring it);
-- README.md, cold start: from deploy/coldstart.py;
+- docs/operations.md, settings: from the settings sections, each owned by the room of the process
+  that reads it (listed here and nowhere else; an inherited field appears once, under the section
+  declaring it);
+- docs/deploy.md, cold start: from deploy/cloud/coldstart.py;
 - terraform/README.md, inputs and outputs: from terraform/variables.tf and outputs.tf.
 """
 
@@ -21,14 +22,15 @@ from evals.settings import EvalSettings
 from loadtest.settings import LoadtestSettings
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+SETTINGS_DOC = ROOT / "docs" / "operations.md"
+DEPLOY_DOC = ROOT / "docs" / "deploy.md"
 TERRAFORM_README = ROOT / "terraform" / "README.md"
 # (heading, section, the file that declares it, who reads it)
 SECTIONS: list[tuple[str, type[KitSettings], str, str]] = [
     ("Every process", KitSettings, "app/core/config.py", "every entry point"),
     ("Gateway", GatewaySettings, "app/gateway/settings.py", "`dgemma serve` (started by the supervisor)"),
-    ("Engine", EngineSettings, "deploy/settings.py", "the supervisor, `dgemma fit`, `model`, `quantize`"),
-    ("Supervisor", SupervisorSettings, "deploy/settings.py", "`dgemma run`, `dgemma dev`"),
+    ("Engine", EngineSettings, "deploy/runtime/settings.py", "the supervisor, `fit`, `model`, `quantize`"),
+    ("Supervisor", SupervisorSettings, "deploy/runtime/settings.py", "`dgemma run`, `dgemma dev`"),
     ("Load-test gate", LoadtestSettings, "loadtest/settings.py", "`dgemma loadtest`"),
     ("Eval", EvalSettings, "evals/settings.py", "`dgemma eval`"),
     ("Alert router", AlertRouterSettings, "app/alerts/settings.py", "`dgemma alerts serve`, `replay`"),
@@ -121,7 +123,8 @@ def main() -> int:
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
     generated = {
-        README: [("settings", tables()), ("coldstart", coldstart())],
+        SETTINGS_DOC: [("settings", tables())],
+        DEPLOY_DOC: [("coldstart", coldstart())],
         TERRAFORM_README: [("terraform", terraform_tables())],
     }
     stale = []

@@ -1,5 +1,5 @@
 """What every settings section shares: the `DGEMMA_` prefix, logging knobs, loading with clear
-errors, env-var names (for the README table and child processes) and a redacted view for logs.
+errors, env-var names (for the generated settings tables and child processes) and a redacted view for logs.
 
 Each process owns one section (`app.gateway.settings.GatewaySettings`,
 `deploy.runtime.settings.SupervisorSettings`, ...); a section is read once, at its entry point.

@@ -1,6 +1,6 @@
 """The gateway's settings section (`dgemma serve`): `DGEMMA_*` env vars, one docstring each.
 
-The README's settings tables are generated from the sections (`make docs`); CI fails when stale.
+The settings tables of docs/operations.md are generated from the sections (`make docs`); CI fails when stale.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Jev wire: request models, body decoding (zstd/gzip/deflate, JSON or multipart), and limits.
 
-Shapes follow `typesafe-sdk` 0.7.5 and the hosted API's observed behaviour (see README, "Jev wire").
+Shapes follow `typesafe-sdk` 0.7.5 and the hosted API's observed behaviour (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class NoulAnswer(BaseModel):
 class ChoiceAnswer(BaseModel):
     type: Literal["choice"]
     choice: str = Field(description="The option with the highest probability.")
-    confidence: float = Field(ge=0.0, le=1.0, description="p(answer) x label mass (README, Confidence).")
+    confidence: float = Field(ge=0.0, le=1.0, description="p(answer) x label mass (docs/decisions.md).")
     probabilities: dict[str, float] = Field(description="Per option, in request order; sums to 1.")
 
 
@@ -159,7 +159,7 @@ class Usage(BaseModel):
 
 
 class Diagnostics(BaseModel):
-    """Extension: how each answer was read (README, Diagnostics)."""
+    """Extension: how each answer was read (docs/decisions.md, Diagnostics)."""
 
     reads: int
     engine_reads: int

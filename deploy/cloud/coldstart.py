@@ -1,6 +1,6 @@
 """The cold-start budget of an L4 instance, per weights mode: every phase with its range and where
 the figure comes from. Projections until measured on an L4; `cold_start_budget_s` in terraform/ must
-cover the slowest (tests/terraform) and README's table is generated from here (`make docs`).
+cover the slowest (tests/terraform) and docs/deploy.md's table is generated from here (`make docs`).
 
 Sources: shared reference "Cold start on Cloud Run L4" (published measurements, cited there), this
 repository's own measurements where the label says "measured here", and the GPU check on an H200

@@ -10,7 +10,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The data, the service and how to ask it."""
     from deploy.cloud.auth import MODES
 
-    parser.add_argument("--data", type=Path, required=True, help="labelled JSONL (README, Eval)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        required=True,
+        help="labelled JSONL (docs/eval-and-calibration.md)",
+    )
     parser.add_argument("--url", required=True, help="gateway base URL")
     parser.add_argument("--limit", type=int, help="only the first N items")
     parser.add_argument("--model", help="model name to ask for (default: the first of /v1/models)")

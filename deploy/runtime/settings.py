@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from app.core.config import KitSettings
 
-# How the image gets its weights (deploy/cloud/host_budget.py sizes each; the README's deploy docs).
+# How the image gets its weights (deploy/cloud/host_budget.py sizes each; docs/deploy.md).
 WeightsMode = Literal["baked", "download", "gcs_fuse"]
 WEIGHTS_MODES: tuple[WeightsMode, ...] = ("baked", "download", "gcs_fuse")  # by projected cold start
 

@@ -33,7 +33,7 @@ class Combined:
 
     @property
     def confidence(self) -> float:
-        """Averaged probability of the answer x mean label mass (see README, "Confidence")."""
+        """Averaged probability of the answer x mean label mass (docs/decisions.md, "Confidence")."""
         return min(1.0, self.probs[self.top] * self.label_mass)
 
 

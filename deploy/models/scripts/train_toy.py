@@ -6,7 +6,7 @@ Usage (with the engine venv's python, which has torch and transformers):
 OUT_DIR gets a servable checkpoint: tokenizer (byte-level BPE trained on the task's text, so reads
 are ~3x shorter than in bytes), config, bf16 weights (the decoder copy, as tiny_model.py saves
 them), train_log.json (loss and accuracy per question, dev accuracy, timings, weight hash),
-README.md and manifest.json (the kit's checkpoint manifest, deploy/weights.py, which `dgemma dev`
+README.md and manifest.json (the kit's checkpoint manifest, deploy/runtime/weights.py, which `dgemma dev`
 verifies it against). The same arguments and thread count give the same weights (MKL is kept to one
 thread for that).
 
