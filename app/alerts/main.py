@@ -1,33 +1,26 @@
-"""`create_router_app()`: the alert router's webhooks, probes and metrics."""
+"""`create_router_app()`: the alert router, its policy, client of the decision service, sinks and
+triage, with its routes (app/alerts/routes.py)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from fastapi import FastAPI
 from pydantic import SecretStr
 
-from app.alerts.formats import parse_body
+from app.alerts import routes
 from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
-from app.alerts.records import SOURCES, Source
+from app.alerts.records import Source
 from app.alerts.senders import SenderAuth
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import Sink, build_sinks
-from app.alerts.triage import Router
-from app.core.errors import Unauthorized
-from app.core.http_errors import error_response, install_error_handlers
+from app.alerts.triage import Triage
+from app.core.http_errors import install_error_handlers
 from app.core.identity import IdTokens
 from app.core.observability import RequestContextMiddleware
 from app.jev.client import JevClient
-from app.jev.wire import read_limited
-
-log = logging.getLogger("app.alerts")
-MAX_BODY_BYTES = 4 * 1024 * 1024  # an Alertmanager group of hundreds of alerts fits many times over
 
 
 def _reveal(secret: SecretStr | None) -> str | None:
@@ -82,7 +75,7 @@ def create_router_app(
     )
     sinks = sinks if sinks is not None else build_sinks(policy.sink_configs)
     metrics = RouterMetrics()
-    router = Router(
+    triage = Triage(
         policy,
         gateway,
         sinks,
@@ -97,7 +90,7 @@ def create_router_app(
         try:
             yield
         finally:
-            await router.aclose()
+            await triage.aclose()
             for sink in sinks.values():
                 await sink.aclose()
             await gateway.aclose()
@@ -112,66 +105,11 @@ def create_router_app(
         redoc_url=None,
         openapi_url=None,
     )
-    app.state.router = router
+    app.state.triage = triage
+    app.state.senders = senders
     app.state.metrics = metrics
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
 
-    async def receive(source: Source, request: Request) -> Response:
-        auth = senders[source]
-        try:
-            auth.check(request.headers, request.query_params)
-        except Unauthorized as e:
-            return error_response(401, e.detail, headers={"WWW-Authenticate": auth.challenge})
-        raw = await read_limited(request.headers.get("content-length"), request.stream(), MAX_BODY_BYTES)
-        batch = parse_body(source, raw)
-        if batch.truncated:
-            log.warning(
-                "%s left out %d alerts of group %s (max_alerts)", source, batch.truncated, batch.group_key
-            )
-        outcomes = await router.handle(list(batch.alerts))
-        return JSONResponse(
-            {"received": len(batch.alerts), "truncated": batch.truncated, "outcomes": outcomes}
-        )
-
-    for source in SOURCES:
-
-        async def endpoint(request: Request, source: Source = source) -> Response:
-            return await receive(source, request)
-
-        app.add_api_route(
-            f"/v1/alerts/{source}",
-            endpoint,
-            methods=["POST"],
-            summary=f"A {source} webhook delivery",
-            tags=["alerts"],
-        )
-
-    @app.get("/healthz", tags=["ops"])
-    async def healthz() -> dict[str, str]:
-        """The router process is alive (it needs nothing else to page: the fallback route)."""
-        return {"status": "ok"}
-
-    @app.get("/readyz", tags=["ops"])
-    async def readyz() -> dict[str, str]:
-        """Ready to take alerts; it does not wait for the decision service."""
-        return {"status": "ready"}
-
-    @app.get("/metrics", tags=["ops"])
-    async def metrics_route(request: Request) -> Response:
-        """Prometheus metrics, for any sender's credential (the service is public: its sink names
-        and alert counts are not)."""
-        for auth in senders.values():
-            try:
-                auth.check(request.headers, request.query_params)
-                break
-            except Unauthorized:
-                continue
-        else:
-            challenge = senders["alertmanager"].challenge
-            return error_response(
-                401, "Invalid or missing credentials.", headers={"WWW-Authenticate": challenge}
-            )
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
+    app.include_router(routes.router)
     return app

@@ -100,7 +100,7 @@ class KeyedLocks:
         return len(self._locks)
 
 
-class Router:
+class Triage:
     def __init__(
         self,
         policy: Policy,

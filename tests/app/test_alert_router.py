@@ -155,7 +155,7 @@ class CountingGateway(JevClient):
 class Stack:
     def __init__(self, engine: Verdicts, sinks: dict[str, Recorder], client: httpx.AsyncClient, app: Any):
         self.engine, self.sinks, self.client, self.app = engine, sinks, client, app
-        self.router = app.state.router
+        self.router = app.state.triage
 
     def pages(self, sink: str) -> list[Page]:
         return self.sinks[sink].pages
@@ -222,7 +222,7 @@ async def make_stack(tmp_path: Path) -> AsyncIterator[StackFactory]:
         app = create_router_app(
             AlertRouterSettings(**values), policy=Policy.load(policy_file), gateway=gateway, sinks=dict(sinks)
         )
-        app.state.router.retry_base_s = 0.02
+        app.state.triage.retry_base_s = 0.02
         client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://router", timeout=30
         )
