@@ -58,7 +58,7 @@ class GateError(KitError, RuntimeError):
 
 
 @dataclass
-class Profile:
+class GateProfile:
     name: str
     description: str
     hourly_price_usd: float
@@ -70,7 +70,7 @@ class Profile:
     targets: dict[str, dict[str, Any]]
 
     @classmethod
-    def load(cls, name: str, path: Path = PROFILES) -> Profile:
+    def load(cls, name: str, path: Path = PROFILES) -> GateProfile:
         profiles = tomllib.loads(path.read_text())
         if name not in profiles:
             raise ProfileError(f"unknown profile {name!r}; {path} has: {', '.join(profiles)}")
@@ -81,7 +81,7 @@ class Profile:
         targets: list[str] = [],  # noqa: B006 - read only
         latency_seconds: int | None = None,
         throughput_seconds: int | None = None,
-    ) -> Profile:
+    ) -> GateProfile:
         """This profile with `NAME=VALUE` target overrides and phase lengths (None: unchanged)."""
         new_targets = dict(self.targets)
         for override in targets:
@@ -103,7 +103,7 @@ class Profile:
 
 
 @dataclass
-class Phase:
+class GatePhase:
     name: str
     users: int
     seconds: int
@@ -141,7 +141,9 @@ def warm_up(host: str, headers: Mapping[str, str], timeout_s: float) -> float:
     raise GateError(f"warm-up: no valid decision from {host} within {timeout_s:.0f} s (last: {last[0]})")
 
 
-def run_locust(host: str, phase: Phase, profile: Profile, out: Path, headers: Mapping[str, str]) -> None:
+def run_locust(
+    host: str, phase: GatePhase, profile: GateProfile, out: Path, headers: Mapping[str, str]
+) -> None:
     """One Locust run, headless; its CSVs and HTML land in `out` (an absolute path)."""
     # The users read the headers from their settings section; an env var, not a flag, so that a
     # token in them does not show in `ps`.
@@ -191,7 +193,7 @@ def _aggregated(path: Path) -> dict[str, float]:
     }
 
 
-def measurements(latency: Phase, throughput: Phase, questions: int) -> dict[str, float]:
+def measurements(latency: GatePhase, throughput: GatePhase, questions: int) -> dict[str, float]:
     total = latency.stats["requests"] + throughput.stats["requests"]
     failures = latency.stats["failures"] + throughput.stats["failures"]
     # Successful throughput: failed requests answered nothing.
@@ -218,7 +220,7 @@ def check(targets: dict[str, dict[str, Any]], measured: dict[str, float]) -> lis
     return missed
 
 
-def chart(latency: Phase, throughput: Phase, path: Path) -> None:
+def chart(latency: GatePhase, throughput: GatePhase, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -249,7 +251,7 @@ def chart(latency: Phase, throughput: Phase, path: Path) -> None:
 
 
 def summary(
-    profile: Profile,
+    profile: GateProfile,
     host: str,
     measured: dict[str, float],
     missed: list[str],
@@ -290,12 +292,12 @@ class GateResult:
     missed: list[str]
     cold_start_s: float
     overhead: bench.Overhead | None
-    phases: dict[str, Phase]
+    phases: dict[str, GatePhase]
 
 
 def run(
     host: str,
-    profile: Profile,
+    profile: GateProfile,
     out: Path,
     *,
     headers: Headers | None = None,
@@ -312,8 +314,8 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     cold_start = warm_up(host, resolve(headers), warmup_timeout_s)
     console.print(f"warm: {cold_start:.1f} s to the first valid decision")
-    latency = Phase("latency", 1, profile.latency_seconds)
-    throughput = Phase("throughput", profile.users, profile.throughput_seconds)
+    latency = GatePhase("latency", 1, profile.latency_seconds)
+    throughput = GatePhase("throughput", profile.users, profile.throughput_seconds)
     hear = on_phase or (lambda _: None)
     for phase in (latency, throughput):
         hear(phase.name)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from app.gateway.admission import Admission
-from app.gateway.auth import KeyRing
+from app.gateway.api_keys import KeyRing
 from app.gateway.engine import Engine
 from app.gateway.metrics import Metrics
 from app.gateway.settings import GatewaySettings

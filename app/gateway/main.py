@@ -17,7 +17,7 @@ from pydantic.json_schema import models_json_schema
 from app.core.http_errors import install_error_handlers
 from app.core.observability import RequestContextMiddleware
 from app.gateway.admission import Admission
-from app.gateway.auth import KeyRing
+from app.gateway.api_keys import KeyRing
 from app.gateway.decisions.calibration_file import Calibration
 from app.gateway.decisions.decide import Decider
 from app.gateway.engine import Engine, EngineClient

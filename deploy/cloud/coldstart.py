@@ -18,7 +18,7 @@ CHECKPOINT_GB = 15.7  # the 26B-A4B W4A16 g64 checkpoint with its bf16 vision to
 
 
 @dataclass(frozen=True)
-class Phase:
+class StartPhase:
     name: str
     low_s: float
     high_s: float
@@ -27,8 +27,10 @@ class Phase:
 
 
 COMMON_START = [
-    Phase("instance and container up", 6, 10, "published", "L4 drivers ready ~5 s (doc); 4-11 s measured"),
-    Phase(
+    StartPhase(
+        "instance and container up", 6, 10, "published", "L4 drivers ready ~5 s (doc); 4-11 s measured"
+    ),
+    StartPhase(
         "vLLM's processes up (imports, config, engine core)",
         45,
         70,
@@ -38,7 +40,7 @@ COMMON_START = [
     ),
 ]
 COMMON_END = [
-    Phase(
+    StartPhase(
         "engine init, compile cache cold",
         200,
         400,
@@ -46,7 +48,7 @@ COMMON_END = [
         "measured on an H200: 196 s (torch.compile 104.5 s, warm-up 37.6 s, Triton JIT and CUDA graphs "
         "51 s), CPU-bound; x1-2 on 8 vCPU. With a warm cache it was 20.7 s",
     ),
-    Phase(
+    StartPhase(
         "gateway ready, first decision",
         3,
         25,
@@ -55,16 +57,16 @@ COMMON_END = [
         "JIT-compiles three Triton kernels of the decision path at the first read)",
     ),
 ]
-WEIGHTS: dict[WeightsMode, list[Phase]] = {
+WEIGHTS: dict[WeightsMode, list[StartPhase]] = {
     "baked": [
-        Phase(
+        StartPhase(
             "weights from the image",
             CHECKPOINT_GB / 0.45,
             CHECKPOINT_GB / 0.35,
             "derived",
             f"{CHECKPOINT_GB} GB at the 0.35-0.45 GB/s measured for image streaming on a Cloud Run L4",
         ),
-        Phase(
+        StartPhase(
             "checkpoint check",
             0,
             1,
@@ -73,21 +75,23 @@ WEIGHTS: dict[WeightsMode, list[Phase]] = {
         ),
     ],
     "download": [
-        Phase(
+        StartPhase(
             "download into memory",
             CHECKPOINT_GB / 1.1,
             CHECKPOINT_GB / 0.125,
             "derived",
             f"{CHECKPOINT_GB} GB at 1.05 GiB/s (djev-run, RTX PRO 6000) down to the documented 1 Gbps cap",
         ),
-        Phase(
+        StartPhase(
             "sha256 of every file", 15, 30, "measured here", "0.99 GiB/s on one core here; files one by one"
         ),
-        Phase("weights from memory", 5, 10, "published", "5.97 s for 17.5 GiB from RAM (djev-run)"),
+        StartPhase("weights from memory", 5, 10, "published", "5.97 s for 17.5 GiB from RAM (djev-run)"),
     ],
     "gcs_fuse": [
-        Phase("checkpoint check", 1, 3, "projected", "object metadata (MD5/CRC32C) against the manifest"),
-        Phase(
+        StartPhase(
+            "checkpoint check", 1, 3, "projected", "object metadata (MD5/CRC32C) against the manifest"
+        ),
+        StartPhase(
             "weights through the mount",
             CHECKPOINT_GB / 1.1,
             CHECKPOINT_GB / 0.05,
@@ -98,7 +102,7 @@ WEIGHTS: dict[WeightsMode, list[Phase]] = {
 }
 
 
-def phases(mode: WeightsMode) -> list[Phase]:
+def phases(mode: WeightsMode) -> list[StartPhase]:
     return [*COMMON_START, *WEIGHTS[mode], *COMMON_END]
 
 

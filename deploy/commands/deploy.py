@@ -1,9 +1,12 @@
-"""`dgemma deploy`: one command from a checkout to a gated rollout on Cloud Run (see deploy/cloud.py)."""
+"""`dgemma deploy`: one command from a checkout to a gated rollout on Cloud Run (see
+deploy/cloud/rollout.py). Every default is `DeployConfig`'s: the flags read theirs from it, and a
+flag a command does not take (destroy's, keys') leaves the field at it."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 NAME = "deploy"
 HELP = (
@@ -15,31 +18,58 @@ REQUIRES: tuple[str, ...] = ("locust", "matplotlib")
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
+    from deploy.cloud.config import default
+
     parser.add_argument("--project", required=True, help="Google Cloud project id")
     parser.add_argument("--region", required=True, help="a Cloud Run region with L4 GPUs, e.g. europe-west4")
-    parser.add_argument("--service", default="dgemma", help="service name (also names its resources)")
+    parser.add_argument(
+        "--service", default=default("service"), help="service name (also names its resources; %(default)s)"
+    )
     parser.add_argument("--workdir", type=Path, help="where the generated Terraform root and reports go")
     parser.add_argument("--dry-run", action="store_true", help="print every command and file; run nothing")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from deploy.cloud.config import default
     from deploy.runtime.settings import WEIGHTS_MODES
 
     add_common(parser)
     weights = parser.add_argument_group("weights")
     weights.add_argument("--checkpoint", type=Path, help="local checkpoint, uploaded if it differs")
-    weights.add_argument("--weights-prefix", default="dgemma-w4a16", help="its folder in the weights bucket")
+    weights.add_argument(
+        "--weights-prefix",
+        default=default("weights_prefix"),
+        help="its folder in the weights bucket (%(default)s)",
+    )
     weights.add_argument(
         "--weights-mode",
-        default="auto",
+        default=default("weights_mode"),
         choices=["auto", *WEIGHTS_MODES],
         help="how instances get the checkpoint; auto: the fastest start whose memory budget fits",
     )
+    # Repeated flags collect into a list; `config` makes it the field's tuple (none given: its default).
     service = parser.add_argument_group("service")
-    service.add_argument("--invoker", action="append", default=[], help="principal that may call it (repeat)")
-    service.add_argument("--max-instances", type=int, default=1, help="at most this many L4s at once")
-    service.add_argument("--l4-quota", type=int, default=3, help="the project's L4 quota in the region")
-    service.add_argument("--cold-start-budget", type=int, default=900, help="seconds to ready (<= 1800)")
+    service.add_argument(
+        "--invoker",
+        action="append",
+        dest="invokers",
+        metavar="PRINCIPAL",
+        help="principal that may call it (repeat)",
+    )
+    service.add_argument(
+        "--max-instances", type=int, default=default("max_instances"), help="at most this many L4s at once"
+    )
+    service.add_argument(
+        "--l4-quota", type=int, default=default("l4_quota"), help="the project's L4 quota in the region"
+    )
+    service.add_argument(
+        "--cold-start-budget",
+        type=int,
+        dest="cold_start_budget_s",
+        default=default("cold_start_budget_s"),
+        metavar="SECONDS",
+        help="seconds to ready (<= 1800; %(default)s)",
+    )
     service.add_argument(
         "--calibration",
         type=Path,
@@ -50,56 +80,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alerts.add_argument(
         "--alerts-sink",
         action="append",
-        default=[],
+        dest="alerts_sinks",
         metavar="NAME",
         help="a sink secret, mounted at /secrets/sinks/NAME/value; its value added with gcloud (repeat)",
     )
     gate = parser.add_argument_group("gate")
-    gate.add_argument("--profile", default="l4", help="load-test profile (loadtest/profiles.toml)")
-    gate.add_argument("--target", action="append", default=[], metavar="NAME=VALUE", help="override a limit")
+    gate.add_argument(
+        "--profile",
+        default=default("profile"),
+        help="load-test profile (loadtest/profiles.toml; %(default)s)",
+    )
+    gate.add_argument(
+        "--target", action="append", dest="targets", metavar="NAME=VALUE", help="override a limit"
+    )
     gate.add_argument("--latency-seconds", type=int)
     gate.add_argument("--throughput-seconds", type=int)
-    gate.add_argument("--warmup-seconds", type=float, default=900, help="wait this long for a cold start")
-    gate.add_argument("--id-token", default="auto", choices=["off", "auto", "gcloud"], help="how to call it")
+    gate.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=default("warmup_seconds"),
+        help="wait this long for a cold start (%(default)s)",
+    )
+    gate.add_argument(
+        "--id-token", default=default("id_token"), choices=["off", "auto", "gcloud"], help="how to call it"
+    )
     parser.add_argument("--allow-dirty", action="store_true", help="build from uncommitted changes")
 
 
 def config(args: argparse.Namespace) -> object:
+    """The DeployConfig the flags ask for: each flag's value under its field's name (the flags' dests
+    are the field names); a flag not given, or not taken by the command, leaves the field's default."""
+    from dataclasses import fields
+
     from app.core.config import load
-    from deploy.cloud.rollout import DeployConfig
+    from deploy.cloud.config import DeployConfig
     from deploy.runtime.settings import EngineSettings
 
-    return DeployConfig(
-        project=args.project,
-        region=args.region,
-        service=args.service,
-        workdir=args.workdir,
-        dry_run=args.dry_run,
-        checkpoint=getattr(args, "checkpoint", None),
-        weights_prefix=getattr(args, "weights_prefix", "dgemma-w4a16"),
-        weights_mode=getattr(args, "weights_mode", "auto"),
-        invokers=tuple(getattr(args, "invoker", ())),
-        max_instances=getattr(args, "max_instances", 1),
-        l4_quota=getattr(args, "l4_quota", 3),
-        cold_start_budget_s=getattr(args, "cold_start_budget", 900),
-        profile=getattr(args, "profile", "l4"),
-        targets=tuple(getattr(args, "target", ())),
-        latency_seconds=getattr(args, "latency_seconds", None),
-        throughput_seconds=getattr(args, "throughput_seconds", None),
-        warmup_seconds=getattr(args, "warmup_seconds", 900),
-        id_token=getattr(args, "id_token", "auto"),
-        allow_dirty=getattr(args, "allow_dirty", False),
-        alerts_policy=getattr(args, "alerts_policy", None),
-        calibration=getattr(args, "calibration", None),
-        alerts_sinks=tuple(getattr(args, "alerts_sink", ())),
-        engine=load(EngineSettings),
-    )
+    names = {f.name for f in fields(DeployConfig)}
+    given: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in vars(args).items() if k in names
+    }
+    return DeployConfig(**{k: v for k, v in given.items() if v is not None}, engine=load(EngineSettings))
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from deploy.cloud.rollout import DeployConfig, deploy
+    from deploy.cloud.config import DeployConfig
+    from deploy.cloud.rollout import deploy
 
     cfg = config(args)
     assert isinstance(cfg, DeployConfig)

@@ -19,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from deploy.cloud.rollout import DeployConfig, destroy
+    from deploy.cloud.config import DeployConfig
+    from deploy.cloud.rollout import destroy
     from deploy.commands.deploy import config
 
     cfg = config(args)

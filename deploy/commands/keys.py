@@ -20,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from deploy.cloud.rollout import DeployConfig, add_key
+    from deploy.cloud.config import DeployConfig
+    from deploy.cloud.rollout import add_key
     from deploy.commands.deploy import config
 
     cfg = config(args)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The data, the service and how to ask it."""
-    from deploy.cloud.auth import MODES
+    from deploy.cloud.id_tokens import MODES
 
     parser.add_argument(
         "--data",
@@ -32,7 +32,7 @@ def headers(args: argparse.Namespace) -> dict[str, str]:
     """The eval's key (EvalSettings) and, for a private service, an ID token. Refuses bad counts."""
     from app.core.config import ConfigError, load
     from app.core.identity import audience_of
-    from deploy.cloud.auth import id_tokens
+    from deploy.cloud.id_tokens import id_tokens
     from evals.settings import EvalSettings
 
     if (args.limit is not None and args.limit < 1) or args.concurrency < 1:

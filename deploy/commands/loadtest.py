@@ -11,7 +11,7 @@ REQUIRES: tuple[str, ...] = ("locust", "matplotlib")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from deploy.cloud.auth import MODES
+    from deploy.cloud.id_tokens import MODES
 
     parser.add_argument("--host", required=True, help="gateway base URL")
     parser.add_argument("--profile", default="cpu-smoke", help="a profile of loadtest/profiles.toml")
@@ -38,12 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.core.config import ConfigError, load
     from app.core.identity import audience_of
-    from deploy.cloud.auth import id_tokens
-    from loadtest.gate import Headers, Profile
+    from deploy.cloud.id_tokens import id_tokens
+    from loadtest.gate import GateProfile, Headers
     from loadtest.gate import run as gate
     from loadtest.settings import LoadtestSettings
 
-    profile = Profile.load(args.profile).overridden(
+    profile = GateProfile.load(args.profile).overridden(
         args.target, args.latency_seconds, args.throughput_seconds
     )
     settings = load(LoadtestSettings)

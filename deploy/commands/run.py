@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.core.config import load
     from app.core.observability import configure_logging
-    from app.gateway.auth import KeyRing
+    from app.gateway.api_keys import KeyRing
     from app.gateway.settings import GatewaySettings
     from deploy.runtime.settings import SupervisorSettings
     from deploy.runtime.supervisor import Supervisor

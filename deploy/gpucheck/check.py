@@ -415,10 +415,12 @@ def stop(run: _Run, s: Start) -> None:
 
 
 def gate(check: Check, opts: Options, url: str, engine_url: str, key: str) -> None:
-    from loadtest.gate import Profile
+    from loadtest.gate import GateProfile
     from loadtest.gate import run as run_gate
 
-    profile = Profile.load(opts.gate_profile).overridden([], opts.latency_seconds, opts.throughput_seconds)
+    profile = GateProfile.load(opts.gate_profile).overridden(
+        [], opts.latency_seconds, opts.throughput_seconds
+    )
     before = engine_counters(httpx.get(f"{engine_url}/metrics", timeout=10).text)
     t0 = time.monotonic()
     marks: dict[str, float] = {}

@@ -156,7 +156,7 @@ def weight_bytes(arch: Arch, scheme: Scheme, group_size: int = 64) -> dict[str, 
 
 
 @dataclass(frozen=True)
-class Profile:
+class ServingProfile:
     """How vLLM serves decisions: the knobs that size GPU memory."""
 
     max_num_seqs: int = 32
@@ -187,7 +187,7 @@ class Rows:
 @dataclass
 class Budget(Rows):
     arch: Arch
-    profile: Profile
+    profile: ServingProfile
     rows: list[tuple[str, float, str]] = field(default_factory=list)
 
     @property
@@ -199,7 +199,7 @@ class Budget(Rows):
         return next(gib for item, gib, _ in self.rows if item == "KV cache")
 
 
-def budget(arch: Arch, profile: Profile) -> Budget:
+def budget(arch: Arch, profile: ServingProfile) -> Budget:
     """The memory budget of one GPU for this model and profile (computed, not measured)."""
     p = profile
     if p.gpu not in GPUS:
@@ -262,7 +262,7 @@ def detect_gpu() -> tuple[str, float] | None:
         return None
 
 
-def check_gpu(profile: Profile, found: tuple[str, float] | None, *, on_larger: bool = False) -> str:
+def check_gpu(profile: ServingProfile, found: tuple[str, float] | None, *, on_larger: bool = False) -> str:
     """Refuse a profile sized for another GPU than the one this instance has; with `on_larger`,
     accept any GPU with at least the profile's memory (the profile's budget measured on a larger
     GPU). Says what was accepted."""
@@ -343,10 +343,10 @@ def quantization_of(config: dict[str, Any]) -> tuple[Scheme, int]:
     return "w4a16", int(weights.get("group_size") or 64)
 
 
-def profile_for(settings: EngineSettings, config: dict[str, Any]) -> Profile:
+def profile_for(settings: EngineSettings, config: dict[str, Any]) -> ServingProfile:
     """The serving profile the settings ask for, with the checkpoint's own quantization."""
     scheme, group_size = quantization_of(config)
-    return Profile(
+    return ServingProfile(
         max_num_seqs=settings.engine_max_num_seqs,
         canvas=settings.engine_canvas,
         prompt_tokens=settings.engine_prompt_tokens,
@@ -359,7 +359,7 @@ def profile_for(settings: EngineSettings, config: dict[str, Any]) -> Profile:
 
 def fit(settings: EngineSettings, checkpoint: Path | None = None, **overrides: Any) -> Budget:
     """The budget of a checkpoint (default: the 26B-A4B as W4A16 g64) under the engine settings,
-    with `Profile` fields overridden where given (None: not given). Raises FitError on a profile
+    with `ServingProfile` fields overridden where given (None: not given). Raises FitError on a profile
     it cannot size; whether it fits is `check_fits`'s question."""
     config = load_config(checkpoint or BIG_CONFIG)
     given = {k: v for k, v in overrides.items() if v is not None}

@@ -18,16 +18,11 @@ from rich.console import Console
 
 from app.core.config import ConfigError
 from app.gateway.main import create_app
-from deploy.cloud.rollout import (
-    ROUTER_SECRETS,
-    SENDERS,
-    DeployConfig,
-    Shell,
-    Terraform,
-    check_alerts_policy,
-    ensure_router_secrets,
-    tfvars,
-)
+from deploy.cloud.checks import check_alerts_policy
+from deploy.cloud.config import SENDERS, DeployConfig
+from deploy.cloud.rollout import ensure_router_secrets
+from deploy.cloud.shell import Shell
+from deploy.cloud.terraform import ROUTER_SECRETS, Terraform, tfvars
 from deploy.runtime.weights import client_from_env
 from devtools.metadata import claims_of, fake_metadata
 from devtools.stack import ROOT
@@ -144,7 +139,7 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
     out = done.stdout
     steps = [
         "terraform -chdir",
-        "init",
+        "init -input=false",  # the command, not the step's heading above it
         "gcloud run services describe",
         "terraform apply: the infrastructure",
         "gcloud builds submit",

@@ -19,18 +19,10 @@ from app.core.config import ConfigError, env_names, load
 from app.gateway.decisions.calibration_file import Calibration
 from app.gateway.settings import GatewaySettings
 from app.jev.wire import ReadPolicy
+from deploy.cloud.checks import L4_REGIONS, check_alerts_policy, check_calibration, image_served_model
 from deploy.cloud.coldstart import total
-from deploy.cloud.rollout import (
-    L4_REGIONS,
-    OUTPUTS,
-    SENDERS,
-    DeployConfig,
-    check_alerts_policy,
-    check_calibration,
-    image_served_model,
-    revision_suffix,
-    tfvars,
-)
+from deploy.cloud.config import SENDERS, DeployConfig
+from deploy.cloud.terraform import OUTPUTS, revision_suffix, tfvars
 from deploy.runtime.settings import WEIGHTS_MODES, EngineSettings, SupervisorSettings
 from loadtest.settings import LoadtestSettings
 from tests.helpers import TERRAFORM, TERRAFORM_ENV, hcl, terraform_eval

@@ -13,7 +13,7 @@ import pytest
 
 from deploy import cli
 from deploy import commands as registry
-from loadtest.gate import GateError, Profile, ProfileError
+from loadtest.gate import GateError, GateProfile, ProfileError
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = ("app", "deploy", "evals", "loadtest")
@@ -112,13 +112,13 @@ def test_an_invalid_setting_is_a_refusal(
 
 
 def test_profile_overrides_are_checked() -> None:
-    profile = Profile.load("cpu-smoke").overridden(["latency_p95_ms=1"], latency_seconds=3)
+    profile = GateProfile.load("cpu-smoke").overridden(["latency_p95_ms=1"], latency_seconds=3)
     assert profile.targets["latency_p95_ms"] == {"max": 1.0, "source": "command line override"}
-    assert profile.latency_seconds == 3 and Profile.load("cpu-smoke").latency_seconds == 8
+    assert profile.latency_seconds == 3 and GateProfile.load("cpu-smoke").latency_seconds == 8
     with pytest.raises(ProfileError, match="unknown target 'nope'"):
-        Profile.load("cpu-smoke").overridden(["nope=1"])
+        GateProfile.load("cpu-smoke").overridden(["nope=1"])
     with pytest.raises(ProfileError, match="is not a number"):
-        Profile.load("cpu-smoke").overridden(["latency_p95_ms=fast"])
+        GateProfile.load("cpu-smoke").overridden(["latency_p95_ms=fast"])
     assert issubclass(GateError, RuntimeError) and not issubclass(GateError, SystemExit)
 
 

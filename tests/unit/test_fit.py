@@ -11,7 +11,7 @@ from deploy.runtime.gpu_budget import (
     Arch,
     FitError,
     GiB,
-    Profile,
+    ServingProfile,
     budget,
     check_fits,
     fit,
@@ -42,13 +42,13 @@ def test_published_sizes() -> None:
 
 
 def test_sampler_buffer_is_8_gib_at_32_by_256() -> None:
-    b = budget(load_arch(BIG), Profile(max_num_seqs=32, canvas=256))
+    b = budget(load_arch(BIG), ServingProfile(max_num_seqs=32, canvas=256))
     row = next(r for r in b.rows if r[0] == "sampler fp32 buffer")
     assert row[1] * GiB == 32 * 256 * 262_144 * 4 == 8 * GiB
 
 
 def test_default_l4_profile_fits_and_gives_flags() -> None:
-    b = budget(load_arch(BIG), Profile())
+    b = budget(load_arch(BIG), ServingProfile())
     check_fits(b)
     assert 18 < b.total_gib <= b.available_gib
     flags = vllm_flags(b)
@@ -60,12 +60,12 @@ def test_default_l4_profile_fits_and_gives_flags() -> None:
 @pytest.mark.parametrize(
     ("profile", "message"),
     [
-        (Profile(canvas=256), "sampler fp32 buffer"),  # batch 32 needs a canvas <= 64
-        (Profile(scheme="bf16"), "weights: experts"),
-        (Profile(prompt_tokens=4000), "KV cache"),
+        (ServingProfile(canvas=256), "sampler fp32 buffer"),  # batch 32 needs a canvas <= 64
+        (ServingProfile(scheme="bf16"), "weights: experts"),
+        (ServingProfile(prompt_tokens=4000), "KV cache"),
     ],
 )
-def test_refuses_what_does_not_fit(profile: Profile, message: str) -> None:
+def test_refuses_what_does_not_fit(profile: ServingProfile, message: str) -> None:
     with pytest.raises(FitError, match=message):
         check_fits(budget(load_arch(BIG), profile))
 
@@ -112,7 +112,8 @@ def test_instance_memory_per_weights_mode() -> None:
 
 
 def test_deploy_refuses_a_weights_mode_that_does_not_fit() -> None:
-    from deploy.cloud.rollout import DeployConfig, choose_mode
+    from deploy.cloud.config import DeployConfig
+    from deploy.cloud.weights import choose_mode
     from deploy.runtime.weights import Entry, Manifest
 
     big = Manifest(tuple(Entry(f"model-{i}.safetensors", 5 * 10**9, "0" * 64) for i in range(8)), "")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from deploy.gpucheck.check import Check, Sample, Start, engine_counters, memory, parse_start_log
-from deploy.runtime.gpu_budget import BIG_CONFIG, GPUS, Profile, budget, load_arch
+from deploy.runtime.gpu_budget import BIG_CONFIG, GPUS, ServingProfile, budget, load_arch
 from deploy.runtime.supervisor import parse_vllm_line
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
@@ -56,7 +56,7 @@ def test_the_engine_argv_comes_from_the_supervisors_own_line() -> None:
 
 
 def _check(peak_mib: float) -> tuple[Check, int]:
-    b = budget(load_arch(BIG_CONFIG), Profile())
+    b = budget(load_arch(BIG_CONFIG), ServingProfile())
     check = Check(host={}, profile="l4", gate_profile="l4")
     check.starts.append(Start("cold", 100.0, {"weights_gib": 14.06}, {}, {}, [], idle_mib=19083))
     check.samples = [Sample(0.0, 500 + 19083, 0.0), Sample(1.0, 500 + peak_mib, 90.0)]

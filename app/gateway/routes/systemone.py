@@ -23,7 +23,7 @@ from app.core.errors import (
 )
 from app.core.http_errors import service_error_response, validation_detail
 from app.gateway.admission import Admission
-from app.gateway.auth import KeyRing
+from app.gateway.api_keys import KeyRing
 from app.gateway.decisions.decide import Decider, Decision
 from app.gateway.deps import SettingsDep, require_api_key
 from app.gateway.metrics import Metrics

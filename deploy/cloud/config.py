@@ -1,0 +1,73 @@
+"""What `dgemma deploy`, `destroy` and `keys add` are asked for: one dataclass, whose defaults are the
+only ones (the commands' flags read theirs from here), and the names it derives for the project's
+resources."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deploy.runtime.settings import EngineSettings
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: terraform/, cloudbuild.yaml, Dockerfile
+# The alert router's webhook sources; each sender's token is the latest version of its own secret.
+SENDERS = ("alertmanager", "grafana", "cloud-monitoring")
+
+
+@dataclass(frozen=True)
+class DeployConfig:
+    """What `dgemma deploy` was asked for (flags), with the engine settings it sizes from."""
+
+    project: str
+    region: str
+    service: str = "dgemma"
+    checkpoint: Path | None = None
+    weights_prefix: str = "dgemma-w4a16"
+    weights_mode: str = "auto"
+    invokers: tuple[str, ...] = ()
+    max_instances: int = 1
+    l4_quota: int = 3
+    cold_start_budget_s: int = 900
+    profile: str = "l4"
+    targets: tuple[str, ...] = ()
+    latency_seconds: int | None = None
+    throughput_seconds: int | None = None
+    warmup_seconds: float = 900
+    id_token: str = "auto"
+    alerts_policy: Path | None = None  # the router's policy file; none: the image's default policy
+    alerts_sinks: tuple[str, ...] = ()  # names of the sinks' secrets (alerts_sink_secrets)
+    calibration: Path | None = None  # the gateway's calibration file; none: raw probabilities
+    allow_dirty: bool = False
+    dry_run: bool = False
+    workdir: Path | None = None
+    engine: EngineSettings = field(default_factory=EngineSettings)
+
+    @property
+    def directory(self) -> Path:
+        return (
+            self.workdir or ROOT / ".build" / "deploy" / f"{self.project}-{self.region}-{self.service}"
+        ).resolve()
+
+    @property
+    def state_bucket(self) -> str:
+        return f"{self.project}-{self.service}-tfstate"
+
+    @property
+    def weights_bucket(self) -> str:
+        return f"{self.project}-{self.service}-weights"  # as terraform/main.tf names it
+
+    @property
+    def router(self) -> str:
+        return f"{self.service}-router"  # the router's Cloud Run service (terraform/alerts.tf)
+
+    def sender_secret(self, source: str) -> str:
+        return f"{self.service}-alerts-{source}-token"  # as terraform/main.tf names it
+
+    def sink_secret(self, name: str) -> str:
+        return f"{self.service}-alerts-sink-{name}"  # as terraform/main.tf names it
+
+
+def default(name: str) -> Any:
+    """A field's default, as the dataclass writes it (for a flag's `default=` and its help)."""
+    return DeployConfig.__dataclass_fields__[name].default
