@@ -1,5 +1,6 @@
 # The service's identity: it may read its API-key secret, its calibration file when set and, when the
-# checkpoint is not baked into the image, the weights bucket. Nothing project-wide.
+# checkpoint is not baked into the image, the weights bucket; it may write the bucket's compile-cache/
+# prefix only. Nothing project-wide.
 resource "google_service_account" "runtime" {
   project      = var.project_id
   account_id   = "${var.service_name}-run"
@@ -28,6 +29,35 @@ resource "google_storage_bucket_iam_member" "runtime_reads_weights" {
   bucket = google_storage_bucket.weights.name
   role   = "roles/storage.objectViewer"
   member = "serviceAccount:${google_service_account.runtime.email}"
+}
+
+# The compile caches (deploy/runtime/compile_cache.py): the runtime may create objects under the
+# bucket's compile-cache/ prefix only, and neither replace nor delete any (its saves are create-only),
+# and read them there when it does not read the whole bucket (baked weights).
+resource "google_storage_bucket_iam_member" "runtime_writes_compile_cache" {
+  bucket = google_storage_bucket.weights.name
+  role   = "roles/storage.objectCreator"
+  member = "serviceAccount:${google_service_account.runtime.email}"
+
+  condition {
+    title       = "compile-cache-only"
+    description = "Create objects under compile-cache/ only"
+    expression  = "resource.name.startsWith(\"projects/_/buckets/${google_storage_bucket.weights.name}/objects/${local.compile_cache_prefix}\")"
+  }
+}
+
+resource "google_storage_bucket_iam_member" "runtime_reads_compile_cache" {
+  count = local.runtime_reads_weights ? 0 : 1
+
+  bucket = google_storage_bucket.weights.name
+  role   = "roles/storage.objectViewer"
+  member = "serviceAccount:${google_service_account.runtime.email}"
+
+  condition {
+    title       = "compile-cache-only"
+    description = "Read objects under compile-cache/ only"
+    expression  = "resource.name.startsWith(\"projects/_/buckets/${google_storage_bucket.weights.name}/objects/${local.compile_cache_prefix}\")"
+  }
 }
 
 # The alert router's identity: it may read its own secrets (local.alerts_secret_ids) and the gateway's

@@ -5,6 +5,10 @@ locals {
   weights_url    = "gs://${local.weights_bucket}/${var.weights_prefix}"
   # The runtime reads the bucket only when the checkpoint is not in the image.
   runtime_reads_weights = var.weights_mode != "baked"
+  # The engine's compile caches, kept between instances (deploy/runtime/compile_cache.py): the one
+  # prefix of the bucket the runtime may write, in every weights mode.
+  compile_cache_prefix = "compile-cache/"
+  compile_cache_url    = "gs://${local.weights_bucket}/${trimsuffix(local.compile_cache_prefix, "/")}"
   # The supervisor's view of the checkpoint, per mode (the image defaults DGEMMA_MODEL_DIR to /weights).
   weights_env = {
     baked    = { DGEMMA_WEIGHTS_MODE = "baked" }
@@ -22,6 +26,7 @@ locals {
     DGEMMA_ENGINE_PROMPT_TOKENS     = tostring(var.engine_prompt_tokens)
     DGEMMA_ENGINE_TIMEOUT_S         = tostring(var.engine_timeout_s)
     DGEMMA_ENGINE_STARTUP_TIMEOUT_S = tostring(var.cold_start_budget_s)
+    DGEMMA_COMPILE_CACHE_URL        = local.compile_cache_url
     # Cloud Run admits at most engine_max_num_seqs requests per instance and queues the rest itself
     # (and scales out); the gateway then never sheds an admitted request (README, Deploy).
     DGEMMA_MAX_CONCURRENT_DECISIONS = tostring(var.engine_max_num_seqs)

@@ -10,6 +10,19 @@ resource "google_storage_bucket" "weights" {
   public_access_prevention    = "enforced"
   force_destroy               = false
 
+  # Compile caches are keyed by what they were compiled for, so old keys are dead weight, and the
+  # archives of instances that lost the race to save a key are orphans: both go after this age (a live
+  # key is then compiled and saved once more by the next cold instance).
+  lifecycle_rule {
+    condition {
+      age            = var.compile_cache_days
+      matches_prefix = [local.compile_cache_prefix]
+    }
+    action {
+      type = "Delete"
+    }
+  }
+
   depends_on = [google_project_service.apis]
 }
 

@@ -213,6 +213,17 @@ variable "gcs_fuse_mount_options" {
   default     = ["implicit-dirs", "enable-buffered-read=true", "metadata-cache-ttl-secs=-1", "stat-cache-max-size-mb=32"]
 }
 
+variable "compile_cache_days" {
+  type        = number
+  description = "Days the engine's compile caches (the weights bucket's compile-cache/ prefix, restored by each new instance so that only a revision's first instance compiles) are kept: then deleted, and the next cold instance compiles and saves them once more."
+  default     = 30
+
+  validation {
+    condition     = var.compile_cache_days >= 1 && var.compile_cache_days <= 365 && floor(var.compile_cache_days) == var.compile_cache_days
+    error_message = "compile_cache_days must be a whole number of days between 1 and 365."
+  }
+}
+
 // access
 
 variable "invokers" {

@@ -32,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cache-dir", type=Path, default=Path(".cache/gpu-check/compile"),
         help="the compile caches the check owns (emptied first: the first start is cold)",
     )  # fmt: skip
+    parser.add_argument(
+        "--compile-cache-store", type=Path,
+        help="a directory as the supervisor's compile-cache store (emptied first): the first start "
+        "saves its caches there, the second restores them, as a revision's next instance does",
+    )  # fmt: skip
     parser.add_argument("--latency-seconds", type=int, help="override the gate profile's latency phase")
     parser.add_argument("--throughput-seconds", type=int, help="override the gate profile's batch phase")
 
@@ -47,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
             profile_gpu=args.gpu,
             gate_profile=args.gate_profile,
             cache_dir=args.cache_dir,
+            cache_store=args.compile_cache_store,
             latency_seconds=args.latency_seconds,
             throughput_seconds=args.throughput_seconds,
         )

@@ -63,8 +63,15 @@ _PHASES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("graphs_s", r"Graph capturing finished in (?P<v>[\d.]+) secs"),
         ("graphs_gib", r"Graph capturing finished in [\d.]+ secs, took (?P<v>[\d.]+) GiB"),
         ("init_engine_s", r"init engine \(profile, create kv cache, warmup model\) took (?P<v>[\d.]+) s"),
+        # The supervisor's compile cache (deploy/runtime/compile_cache.py) and its engine warm-up.
+        ("cache_restore_s", r"compile cache hit: \d+ files, [\d.]+ MB in (?P<v>[\d.]+) s"),
+        ("cache_mb", r"compile cache (?:hit|saved): \d+ files, (?P<v>[\d.]+) MB"),
+        ("cache_save_s", r"compile cache saved: \d+ files, [\d.]+ MB in (?P<v>[\d.]+) s"),
+        ("warmup_decision_s", r"engine warm-up: a first decision in (?P<v>[\d.]+) s"),
     )
 )
+# The supervisor's last word on a compile-cache save (saved, nothing to save, lost a race, failed).
+_SAVED = re.compile(r"compile cache (saved|not saved|.* was saved by another|save to .* failed)")
 # The kernels vLLM chose, as it names them.
 _KERNELS = (
     ("linear", re.compile(r"Using (?P<v>\w+) for CompressedTensorsWNA16")),
@@ -75,6 +82,7 @@ _KERNELS = (
 # Moments of the start, by the first line that says so (seconds from the spawn).
 _MOMENTS = (
     ("weights verified", re.compile(r"^weights ready in")),
+    ("caches restored", re.compile(r"^compile cache hit")),
     ("engine started", re.compile(r"^started engine")),
     ("engine core up", re.compile(r"Initializing a V1 LLM engine")),
     ("weights on the GPU", re.compile(r"Model loading took")),
@@ -82,6 +90,7 @@ _MOMENTS = (
     ("KV cache", re.compile(r"GPU KV cache size")),
     ("graphs captured", re.compile(r"Graph capturing finished")),
     ("engine ready", re.compile(r"init engine \(profile")),
+    ("warm-up decision", re.compile(r"^engine warm-up: a first decision")),
     ("gateway started", re.compile(r"^started gateway")),
 )
 
@@ -141,7 +150,7 @@ def engine_counters(text: str) -> dict[str, float]:
 class Start:
     """One start of `dgemma run`."""
 
-    cache: str  # "cold" or "warm"
+    cache: str  # "cold", "warm" (the cold start's caches left in place) or "restored" (from the store)
     ready_s: float  # spawn to the supervisor's ready line
     phases: dict[str, Any]
     kernels: dict[str, str]
@@ -348,6 +357,9 @@ class Options:
     latency_seconds: int | None = None
     throughput_seconds: int | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    # The supervisor's compile-cache store (a directory the check owns, emptied first): the second
+    # start then restores what the first saved, as a revision's second Cloud Run instance would.
+    cache_store: Path | None = None
 
 
 def run_env(opts: Options, key: str, port: int, engine_port: int, on_larger: bool) -> dict[str, str]:
@@ -375,6 +387,13 @@ def run_env(opts: Options, key: str, port: int, engine_port: int, on_larger: boo
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("DGEMMA_API_KEYS_FILE", None)
+    if opts.cache_store is not None:
+        env |= {
+            "DGEMMA_COMPILE_CACHE_URL": str(opts.cache_store.resolve()),
+            "DGEMMA_COMPILE_CACHE_DIR": str(cache),
+        }
+    else:
+        env["DGEMMA_COMPILE_CACHE_URL"] = "off"  # the check's own caches: warm is the cold start's leftovers
     return env | opts.extra_env
 
 
@@ -404,6 +423,14 @@ def start(check: Check, opts: Options, cache: str, env: dict[str, str]) -> tuple
     console.print(f"{cache} start: ready in {ready:.0f} s; GPU {s.idle_mib:,.0f} MiB at idle")
     check.starts.append(s)
     return run, s
+
+
+def await_save(run: _Run, s: Start, timeout_s: float = 300.0) -> None:
+    """With a compile-cache store: wait for the supervisor's save to end before stopping the start
+    that made the caches (a real instance lives on; the check's next start restores the archive)."""
+    done = wait_until(lambda: any(_SAVED.search(line) for _, line in run.lines), timeout_s, interval_s=1.0)
+    s.phases.update({k: v for k, v in parse_start_log(run.lines)["phases"].items() if k.startswith("cache_")})
+    console.print(f"{s.cache} start: compile cache " + ("save ended" if done else "save did not end"))
 
 
 def stop(run: _Run, s: Start) -> None:
@@ -508,8 +535,9 @@ def run(opts: Options) -> Check:
         " (on a larger GPU, held to its budget)" if on_larger else ""
     )
     opts.out.mkdir(parents=True, exist_ok=True)
-    if opts.cache_dir.exists():
-        shutil.rmtree(opts.cache_dir)  # cold means cold: vLLM's, Inductor's, Triton's and CUDA's caches
+    for owned in (opts.cache_dir, opts.cache_store):
+        if owned is not None and owned.exists():
+            shutil.rmtree(owned)  # cold means cold: vLLM's, Inductor's, Triton's and CUDA's caches
     opts.cache_dir.mkdir(parents=True)
     check = Check(host=host, profile=opts.profile_gpu, gate_profile=opts.gate_profile)
     b = fit_budget(opts)
@@ -523,8 +551,10 @@ def run(opts: Options) -> Check:
         try:
             gate(check, opts, url, engine_url, key)
         finally:
+            if opts.cache_store is not None:
+                await_save(cold_run, cold)
             stop(cold_run, cold)
-        warm_run, warm = start(check, opts, "warm", env)
+        warm_run, warm = start(check, opts, "restored" if opts.cache_store else "warm", env)
         stop(warm_run, warm)
         memory(check, b, baseline)
         if check.gate["missed"]:

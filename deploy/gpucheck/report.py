@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 # (key in Start.phases, label, unit) in the order vLLM goes through them.
 PHASE_ROWS = (
+    ("cache_restore_s", "compile caches restored (the supervisor)", "s"),
     ("weights_read_s", "weights read", "s"),
     ("model_load_s", "model loaded (weights on the GPU)", "s"),
     ("dynamo_s", "Dynamo bytecode transform", "s"),
@@ -23,10 +24,13 @@ PHASE_ROWS = (
     ("warmup_s", "profiling / warm-up run", "s"),
     ("graphs_s", "CUDA graph capture", "s"),
     ("init_engine_s", "init engine (vLLM's own total)", "s"),
+    ("warmup_decision_s", "warm-up decision (the supervisor, before the gateway)", "s"),
+    ("cache_save_s", "compile caches saved (background, after ready)", "s"),
+    ("cache_mb", "compile-cache archive", "MB"),
 )
 MOMENTS = (
-    "weights verified", "engine started", "engine core up", "weights on the GPU", "compiled",
-    "KV cache", "graphs captured", "engine ready", "gateway started",
+    "weights verified", "caches restored", "engine started", "engine core up", "weights on the GPU",
+    "compiled", "KV cache", "graphs captured", "engine ready", "warm-up decision", "gateway started",
 )  # fmt: skip
 
 

@@ -7,6 +7,7 @@ the gateway and name the engine's model.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -95,6 +96,21 @@ class SupervisorSettings(EngineSettings):
     """What `dgemma dev` serves. `toy`: the trained toy model shipped in
     deploy/models/dgemma-toy-alerts (meaningful on the synthetic alert task only; `model_dir` is not
     used). `random`: the tiny random-weight model, generated into `model_dir` unless one is there."""
+    compile_cache_url: str | None = None
+    """Where the GPU engine's compile caches (vLLM's torch.compile, Inductor, Triton, CUDA) are kept
+    between instances, so that only a revision's first instance compiles: `gs://bucket/prefix` or a
+    local directory. Restored before the engine starts, saved once it is healthy after a miss; a
+    missing or broken cache only means compiling. Unset: `gs://<weights bucket>/compile-cache` when
+    `weights_url` is set, else none. `off`: none."""
+    compile_cache_dir: Path = Path("/tmp/dgemma-compile-cache")
+    """Local directory of the engine's compile caches (the supervisor points VLLM_CACHE_ROOT,
+    TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR and CUDA_CACHE_PATH under it, and empties those four
+    before a restore); on Cloud Run, the instance's memory disk (~200 MB)."""
+    engine_warmup: bool = True
+    """GPU engine: one decision asked of the engine once it is healthy, before the gateway starts
+    (and before the compile caches are saved): the Triton kernels vLLM compiles at the first
+    decision (16.6 s on an H200) are then compiled before `/readyz`, not on a user's request, and
+    are in the saved cache. A failed warm-up is logged, never fatal."""
     engine_startup_timeout_s: float = Field(300.0, gt=0)
     """How long the supervisor waits for the engine's /health before giving up."""
     shutdown_grace_s: float = Field(10.0, gt=0)
@@ -107,6 +123,26 @@ class SupervisorSettings(EngineSettings):
                 f"weights mode {self.weights_mode} needs DGEMMA_WEIGHTS_URL (gs://bucket/prefix)"
             )
         return self
+
+    @field_validator("compile_cache_url")
+    @classmethod
+    def _cache_url(cls, value: str | None) -> str | None:
+        bucket = r"gs://[a-z0-9][a-z0-9._-]+(/.*)?"
+        if value and value.startswith("gs://") and not re.fullmatch(bucket, value):
+            raise ValueError(f"compile_cache_url must be gs://bucket/prefix or a directory, got {value!r}")
+        return value
+
+    @property
+    def resolved_compile_cache_url(self) -> str | None:
+        """The compile-cache store, or None when there is none."""
+        if self.compile_cache_url == "off":
+            return None
+        if self.compile_cache_url:
+            return self.compile_cache_url
+        if self.weights_url and self.weights_url.startswith("gs://"):
+            # The bucket's top-level compile-cache/ prefix: what the runtime identity may write.
+            return f"gs://{self.weights_url[5:].partition('/')[0]}/compile-cache"
+        return None
 
     @property
     def resolved_weights_mode(self) -> WeightsMode:

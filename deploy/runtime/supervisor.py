@@ -6,6 +6,7 @@ so SIGTERM interrupts any of them, including a weights download. If a child exit
 supervisor stops the rest and exits non-zero (so Cloud Run replaces the instance). On SIGTERM/SIGINT
 it stops the router, then the gateway (uvicorn finishes in-flight requests), then the engine, within
 the grace. On Cloud Run the router is a service of its own (CPU only), not a child of the GPU one.
+The GPU engine's compile caches are restored before it starts and saved after (compile_cache.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+import httpx
 from pydantic import SecretStr
 
 from app.alerts.settings import AlertRouterSettings
@@ -31,6 +33,7 @@ from app.core.config import ConfigError, redacted, to_env
 from app.core.errors import KitError
 from app.core.polling import wait_http_ok, wait_until
 from app.gateway.settings import GatewaySettings
+from deploy.runtime import compile_cache
 from deploy.runtime.settings import (
     CPU_LAUNCHER,
     FLASHINFER_REFUSAL,
@@ -42,6 +45,23 @@ from deploy.runtime.settings import (
 log = logging.getLogger("deploy.supervisor")
 # The one line that says the stack is up; the local-stack harness waits for it on stdout.
 READY_PREFIX = "dgemma ready:"
+# The engine's warm-up decision: one question of each type, the shapes the alert router asks.
+WARMUP_DECISION = {
+    "state": "DiskUsageHigh on db-1: disk 97% full, growing 2% per hour.",
+    "questions": {
+        "page": {"type": "noul", "instructions": "Should on-call be paged now?"},
+        "team": {
+            "type": "choice",
+            "instructions": "Which team owns this alert?",
+            "criteria": {"database": None, "network": None, "app": None},
+        },
+        "severity": {
+            "type": "score",
+            "instructions": "How severe is this alert?",
+            "criteria": ["low", "medium", "high"],
+        },
+    },
+}
 
 
 class StartRefused(KitError, RuntimeError):
@@ -279,6 +299,11 @@ class Supervisor:
             update={"engine_url": f"http://127.0.0.1:{settings.engine_port}"}
         )
         argv, engine_env = engine_command(gateway, settings)
+        # The GPU engine's compile caches, restored before it starts (the CPU one compiles nothing).
+        gpu = settings.engine_mode == "gpu"
+        self.compile_cache_url = settings.resolved_compile_cache_url if gpu else None
+        if self.compile_cache_url:
+            engine_env |= compile_cache.cache_env(settings.compile_cache_dir)
         self.weights = (
             Child("weights", weights_command(settings), dict(os.environ), relay=True) if weights else None
         )
@@ -340,9 +365,7 @@ class Supervisor:
                         f"started. The weights step (exit {code}) said: {self.weights.log_tail(5)}"
                     )
                 log.info("weights ready in %.1f s", time.monotonic() - started)
-            self.engine.start()
-            engine_url = f"http://127.0.0.1:{self.settings.engine_port}/health"
-            if not self._wait_healthy(self.engine, engine_url, self.settings.engine_startup_timeout_s):
+            if not self._start_engine():
                 return 0 if self._stop.is_set() else 1
             engine_s = time.monotonic() - started
             self.gateway.start()
@@ -364,6 +387,60 @@ class Supervisor:
             return 0
         finally:
             self.shutdown()
+
+    def _start_engine(self) -> bool:
+        """Restore the compile caches, start the engine and wait for its health; if it dies after a
+        restore, once more with empty caches. Once healthy after a miss, save the caches in the
+        background. Whether the engine is healthy."""
+        cache = outcome = None
+        if self.compile_cache_url:
+            from deploy.runtime.gpu_budget import detect_gpu
+
+            found = detect_gpu()
+            cache = compile_cache.for_engine(
+                self.compile_cache_url,
+                self.settings.compile_cache_dir,
+                self.engine.argv,
+                self.settings.model_dir,
+                found[0] if found else None,
+            )
+            outcome = cache.restore() if cache else None
+        started = time.monotonic()
+        timeout_s = self.settings.engine_startup_timeout_s
+        engine_url = f"http://127.0.0.1:{self.settings.engine_port}/health"
+        self.engine.start()
+        healthy = self._wait_healthy(self.engine, engine_url, timeout_s)
+        exited = self.engine.exited() is not None
+        if cache and compile_cache.should_retry_without_cache(outcome, healthy, exited, self._stop.is_set()):
+            log.warning("the engine died after its compile cache was restored: once more with empty caches")
+            self.engine.stop(grace_s=1.0)
+            compile_cache.wipe(cache.cache_dir)
+            outcome = None  # the stored cache is not ours to replace (create-only): it expires
+            old = self.engine
+            self.engine = Child(old.name, old.argv, old.env, log_path=old.log_path, relay=old.relay)
+            self.engine.start()
+            remaining = max(1.0, timeout_s - (time.monotonic() - started))
+            healthy = self._wait_healthy(self.engine, engine_url, remaining)
+        if healthy and self.settings.engine_mode == "gpu" and self.settings.engine_warmup:
+            self._warm_up()
+        if healthy and cache and outcome == "miss":
+            # In the background: /readyz must not wait on an upload, and a failed save is only logged.
+            threading.Thread(target=cache.save, name="compile-cache-save", daemon=True).start()
+        return healthy
+
+    def _warm_up(self) -> None:
+        """One decision through the engine's own /v1/systemone (one question of each type), so that
+        the kernels vLLM compiles at a first decision are compiled now."""
+        url = f"http://127.0.0.1:{self.settings.engine_port}/v1/systemone"
+        body = {"model": self.gateway_settings.served_model, **WARMUP_DECISION}
+        started = time.monotonic()
+        try:
+            r = httpx.post(url, json=body, timeout=self.settings.engine_startup_timeout_s)
+            r.raise_for_status()
+        except httpx.HTTPError as e:
+            log.warning("engine warm-up failed (not fatal): %r", e)
+            return
+        log.info("engine warm-up: a first decision in %.1f s", time.monotonic() - started)
 
     def _announce(self, engine_s: float, total_s: float) -> None:
         host = self.gateway_settings.host

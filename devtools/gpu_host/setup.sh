@@ -28,10 +28,14 @@ cat > "$prefix/bin/engine-python" <<SH
 # The engine's python: vLLM's site first (the supervisor's environment carries the kit's).
 PYTHONPATH=$prefix/site exec $py "\$@"
 SH
-cat > "$prefix/bin/vllm" <<SH
-#!/bin/sh
-PYTHONPATH=$prefix/site exec $py -m vllm.entrypoints.cli.main "\$@"
-SH
+# A python script whose #! line names its interpreter, as the image's `vllm` is: the supervisor's
+# compile cache asks that interpreter for vLLM's version (deploy/runtime/compile_cache.py).
+cat > "$prefix/bin/vllm" <<PY
+#!/usr/bin/env -S PYTHONPATH=$prefix/site $py
+import sys
+from vllm.entrypoints.cli.main import main
+sys.exit(main())
+PY
 cat > "$prefix/bin/dgemma" <<SH
 #!/bin/sh
 PYTHONPATH=$here:$prefix/kit DGEMMA_ENGINE_PYTHON=$prefix/bin/engine-python exec $py -m deploy.cli "\$@"

@@ -166,3 +166,13 @@ def test_answers_keep_request_order_and_names(client: httpx.Client) -> None:
     got = _decide(client, decision(questions))
     assert list(got["answers"]) == list(questions)
     assert list(got["answers"]["αλφα 🚨"]["probabilities"]) == ["🔥 fire", '{"json": "name"}']
+
+
+def test_the_supervisors_warm_up_decision_is_one_the_engine_answers(engine: httpx.Client) -> None:
+    """The GPU start's warm-up (deploy/runtime/supervisor.py) asks vLLM's native endpoint directly:
+    its body must be one the real engine reads, one answer per question type."""
+    from deploy.runtime.supervisor import WARMUP_DECISION
+
+    r = engine.post("/v1/systemone", json={"model": _served(engine), **WARMUP_DECISION})
+    assert r.status_code == 200, r.text
+    assert set(r.json()["answers"]) == set(WARMUP_DECISION["questions"])

@@ -117,6 +117,8 @@ def test_every_variable_is_typed_and_described_and_every_output_described() -> N
         ({"router_memory": "1G"}, "router_memory must be written like 512Mi or 2Gi"),
         ({"alerts_policy": "x" * 65537}, "alerts_policy must be at most 64 KiB"),
         ({"calibration": "x" * 65537}, "calibration must be at most 64 KiB"),
+        ({"compile_cache_days": 0}, "compile_cache_days must be a whole number of days between 1 and 365"),
+        ({"compile_cache_days": 1.5}, "compile_cache_days must be a whole number of days between 1 and 365"),
         ({"calibration": "temperature = 2"}, "calibration must be the JSON file `dgemma calibrate` writes"),
         ({"calibration": "{}"}, "calibration must be the JSON file `dgemma calibrate` writes"),
     ],
@@ -176,6 +178,8 @@ def test_the_service_env_is_what_the_settings_read(
     assert supervisor.model_dir == model_dir[mode]  # baked: the image's DGEMMA_MODEL_DIR=/weights
     if mode != "baked":
         assert supervisor.weights_url == "gs://my-gpu-project-dgemma-weights/dgemma-w4a16"
+    # Every mode keeps its compile caches under the one prefix the runtime may write.
+    assert supervisor.resolved_compile_cache_url == "gs://my-gpu-project-dgemma-weights/compile-cache"
     # The gateway reads the keys from the mounted secret, admits what Cloud Run lets in, never sheds it.
     monkeypatch.delenv("DGEMMA_API_KEYS_FILE")  # the mount does not exist here
     gateway = load(GatewaySettings)
@@ -512,13 +516,39 @@ def test_least_privilege_for_the_runtime_identity() -> None:
             "runtime_reads_calibration",
             "roles/secretmanager.secretAccessor",
         ),
+        ("google_storage_bucket_iam_member", "runtime_reads_compile_cache", "roles/storage.objectViewer"),
         ("google_storage_bucket_iam_member", "runtime_reads_weights", "roles/storage.objectViewer"),
+        ("google_storage_bucket_iam_member", "runtime_writes_compile_cache", "roles/storage.objectCreator"),
     ]
     calibration_grant = next(body for _, name, body in iam if name == "runtime_reads_calibration")
     assert calibration_grant["count"] == '${var.calibration == "" ? 0 : 1}'  # only when a file is set
     assert calibration_grant["secret_id"] == "${google_secret_manager_secret.calibration[0].secret_id}"
     weights_grant = next(body for _, name, body in iam if name == "runtime_reads_weights")
     assert weights_grant["count"] == "${local.runtime_reads_weights ? 1 : 0}"  # not when baked
+
+
+def test_the_runtime_writes_only_the_compile_cache_prefix_which_expires(tmp_path: Path) -> None:
+    iam = {name: body for _, name, body in _resources(TERRAFORM / "iam.tf")}
+    prefix = "projects/_/buckets/${google_storage_bucket.weights.name}/objects/${local.compile_cache_prefix}"
+    for name in ("runtime_writes_compile_cache", "runtime_reads_compile_cache"):
+        (condition,) = iam[name]["condition"]
+        assert condition["expression"] == f'resource.name.startsWith("{prefix}")', name
+    # objectCreator: create, never replace or delete (the saves are create-only).
+    assert iam["runtime_writes_compile_cache"]["role"] == "roles/storage.objectCreator"
+    assert "count" not in iam["runtime_writes_compile_cache"]  # every weights mode saves caches
+    # Reading the prefix is granted apart only where the whole bucket is not readable (baked).
+    assert iam["runtime_reads_compile_cache"]["count"] == "${local.runtime_reads_weights ? 0 : 1}"
+    bucket = next(b for k, n, b in _resources(TERRAFORM / "storage.tf") if n == "weights")
+    (rule,) = bucket["lifecycle_rule"]
+    assert rule["action"] == [{"type": "Delete"}]
+    assert rule["condition"] == [
+        {"age": "${var.compile_cache_days}", "matches_prefix": ["${local.compile_cache_prefix}"]}
+    ]
+    got = terraform_eval(
+        tmp_path, {"prefix": "local.compile_cache_prefix", "url": "local.compile_cache_url"}, BASE
+    )
+    assert got == {"prefix": "compile-cache/", "url": "gs://my-gpu-project-dgemma-weights/compile-cache"}
+    assert _variables()["compile_cache_days"]["default"] == 30
 
 
 def test_traffic_holds_the_serving_revision_while_a_candidate_waits_at_zero() -> None:
