@@ -324,7 +324,10 @@ def run(
     overhead = None
     if engine_url:
         hear("overhead")
-        times = bench.run(host, engine_url, profile.overhead_rounds, resolve(headers))
+        try:
+            times = bench.run(host, engine_url, profile.overhead_rounds, resolve(headers))
+        except httpx.HTTPError as e:  # a refused or dropped request: the ratio cannot be had
+            raise GateError(f"the gateway's overhead could not be measured: {e}") from e
         overhead = bench.ratios(times)
     hear("done")
     missed = check(profile.targets, measured)

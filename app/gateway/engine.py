@@ -38,6 +38,9 @@ class Engine(Protocol):
     async def aclose(self) -> None: ...
 
 
+_KEEPALIVE_S = 4.0  # below vLLM's HTTP keep-alive (5 s)
+
+
 class EngineClient:
     def __init__(self, base_url: str, model: str, timeout_s: float, retry_after_s: int) -> None:
         self.model = model
@@ -54,7 +57,12 @@ class EngineClient:
             self._session = aiohttp.ClientSession(
                 self._base_url,
                 timeout=self._timeout,
-                connector=aiohttp.TCPConnector(limit=256, limit_per_host=0, ttl_dns_cache=None),
+                # Idle connections closed before vLLM's uvicorn closes them (VLLM_HTTP_TIMEOUT_KEEP_ALIVE,
+                # 5 s): a request on one it had just closed failed at once (a 503 after an idle gap,
+                # found on the H200, docs/compile-cache-h200/README.md).
+                connector=aiohttp.TCPConnector(
+                    limit=256, limit_per_host=0, ttl_dns_cache=None, keepalive_timeout=_KEEPALIVE_S
+                ),
                 headers={"content-type": "application/json"},
             )
         return self._session
@@ -94,9 +102,16 @@ class EngineClient:
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         retry = self.retry_after_s
+        payload = orjson.dumps(body)
         try:
-            async with self._http().post(path, data=orjson.dumps(body)) as r:
-                status, raw = r.status, await r.read()
+            try:
+                async with self._http().post(path, data=payload) as r:
+                    status, raw = r.status, await r.read()
+            except aiohttp.ServerDisconnectedError:
+                # A pooled connection the engine closed as it was reused: sent once more on a new one
+                # (both endpoints only read: a resend changes nothing).
+                async with self._http().post(path, data=payload) as r:
+                    status, raw = r.status, await r.read()
         except TimeoutError as e:  # aiohttp's own timeouts are TimeoutErrors too
             raise EngineUnavailable(
                 f"The engine did not answer in time ({type(e).__name__}).", retry_after=retry

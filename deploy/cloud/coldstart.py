@@ -45,16 +45,17 @@ COMMON_END = [
         200,
         400,
         "projected",
-        "measured on an H200: 196 s (torch.compile 104.5 s, warm-up 37.6 s, Triton JIT and CUDA graphs "
-        "51 s), CPU-bound; x1-2 on 8 vCPU. With a warm cache it was 20.7 s",
+        "measured on an H200: 196-235 s (torch.compile 104-119 s), CPU-bound; x1-2 on 8 vCPU. A "
+        "revision's later instances restore the first one's compile cache (0.8 s for 17.3 MB): 25.9 s "
+        "(docs/compile-cache-h200/)",
     ),
     StartPhase(
-        "gateway ready, first decision",
+        "warm-up decision, gateway ready",
         3,
         25,
         "projected",
-        "measured on an H200: the gateway 2 s, the first decision 16.6 s with cold caches (vLLM "
-        "JIT-compiles three Triton kernels of the decision path at the first read)",
+        "measured on an H200: the supervisor's warm-up decision 17.2 s with cold caches (vLLM "
+        "JIT-compiles three Triton kernels at the first read), 2.3 s restored; the gateway 1 s",
     ),
 ]
 WEIGHTS: dict[WeightsMode, list[StartPhase]] = {

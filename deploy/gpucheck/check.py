@@ -522,6 +522,8 @@ def memory(check: Check, b: Budget, baseline: float) -> None:
 
 def run(opts: Options) -> Check:
     """The whole check; the report is written to `opts.out` even when a step fails after the first start."""
+    from loadtest.gate import GateError
+
     if shutil.which("vllm") is None:
         raise ConfigError(
             "no `vllm` on PATH: run where vLLM's CUDA build is installed (the image, or its wheel)"
@@ -550,6 +552,8 @@ def run(opts: Options) -> Check:
         cold_run, cold = start(check, opts, "cold", env)
         try:
             gate(check, opts, url, engine_url, key)
+        except GateError as e:  # the second start is still measured; the report says why
+            check.verdict.append(f"gate: {e}")
         finally:
             if opts.cache_store is not None:
                 await_save(cold_run, cold)
@@ -557,7 +561,7 @@ def run(opts: Options) -> Check:
         warm_run, warm = start(check, opts, "restored" if opts.cache_store else "warm", env)
         stop(warm_run, warm)
         memory(check, b, baseline)
-        if check.gate["missed"]:
+        if check.gate.get("missed"):
             check.verdict += [f"gate: {m}" for m in check.gate["missed"]]
         for s in check.starts:
             if s.exit_code != 0:

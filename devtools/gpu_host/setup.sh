@@ -33,8 +33,11 @@ SH
 cat > "$prefix/bin/vllm" <<PY
 #!/usr/bin/env -S PYTHONPATH=$prefix/site $py
 import sys
+
 from vllm.entrypoints.cli.main import main
-sys.exit(main())
+
+if __name__ == "__main__":  # vLLM's engine core is spawned: the child re-reads this file as __main__
+    sys.exit(main())
 PY
 cat > "$prefix/bin/dgemma" <<SH
 #!/bin/sh

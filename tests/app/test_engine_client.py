@@ -107,3 +107,43 @@ async def test_a_slow_engine_is_503_with_retry_after_not_a_hang(fake_slow: Recor
     assert r.status_code == 503 and r.headers["retry-after"] == "9"
     assert "did not answer in time" in r.json()["detail"]
     assert time.monotonic() - started < 5  # the 0.2 s timeout, not the engine's 10 s
+
+
+async def test_a_pooled_connection_the_engine_closed_is_sent_once_more_on_a_new_one() -> None:
+    """vLLM's uvicorn closes idle connections after 5 s; a request on one it closes as the request
+    arrives fails at once (a 503 on the H200, after the gate's idle gap). The server here answers
+    the first request of each connection and closes on the second without a word."""
+    import asyncio
+
+    answered: list[int] = []
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for n in range(2):
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            )
+            await reader.readexactly(length)
+            if n == 1:  # the keep-alive timeout, as the second request arrives
+                break
+            body = b'{"count": 3}'
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                % (len(body), body)
+            )
+            await writer.drain()
+            answered.append(n)
+        writer.close()
+
+    server = await asyncio.start_server(connection, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = EngineClient(f"http://127.0.0.1:{port}", "m", 5.0, 1)
+    try:
+        assert await client.count_tokens("one") == 3
+        assert await client.count_tokens("two") == 3  # the pooled connection is closed on it
+        assert len(answered) == 2
+    finally:
+        await client.aclose()
+        server.close()
