@@ -40,12 +40,7 @@ SECTIONS: list[tuple[str, type[KitSettings], str, str]] = [
 def declared(section: type[KitSettings]) -> list[str]:
     """Fields a section declares itself (or takes from a base that is not a listed section)."""
     listed = {s for _, s, _, _ in SECTIONS if s is not section}
-    inherited = {
-        name
-        for base in section.__mro__[1:]
-        if base in listed
-        for name in base.model_fields  # type: ignore[attr-defined]
-    }
+    inherited = {name for base in section.__mro__[1:] if base in listed for name in base.model_fields}
     return [name for name in section.model_fields if name not in inherited]
 
 

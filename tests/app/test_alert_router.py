@@ -175,7 +175,7 @@ class Stack:
 
 
 def group(*alerts: tuple[str, str], status: str = "firing") -> dict[str, Any]:
-    payload = json.loads((DATA / "alertmanager_firing.json").read_text())
+    payload: dict[str, Any] = json.loads((DATA / "alertmanager_firing.json").read_text())
     template = payload["alerts"][0]
     payload["alerts"] = []
     for title, fingerprint in alerts:

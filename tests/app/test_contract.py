@@ -7,6 +7,7 @@ import asyncio
 import gzip
 import json
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,11 @@ async def test_unsupported_media_is_415(gw: httpx.AsyncClient) -> None:
 @pytest.mark.parametrize("encoding", ["zstd", "gzip", "deflate"])
 async def test_compressed_bodies_are_read(gw: httpx.AsyncClient, encoding: str) -> None:
     raw = json.dumps(decision(NOUL, read_policy={"mode": "single"})).encode()
-    pack = {"zstd": zstandard.ZstdCompressor().compress, "gzip": gzip.compress, "deflate": zlib.compress}
+    pack: dict[str, Callable[[bytes], bytes]] = {
+        "zstd": zstandard.ZstdCompressor().compress,
+        "gzip": gzip.compress,
+        "deflate": zlib.compress,
+    }
     r = await _post(gw, content=pack[encoding](raw), **{"content-encoding": encoding})
     assert r.status_code == 200, r.text
     assert set(r.json()["answers"]) == {"p"}

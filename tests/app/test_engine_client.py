@@ -88,7 +88,7 @@ async def test_token_counts_are_cached_by_digest() -> None:
         assert [await client.count_tokens(state) for _ in range(3)] == [42, 42, 42]
         assert len(fake.requests) == 1, "one /tokenize call for a repeated state"
         (key,) = client._token_counts  # one entry: a 16-byte digest, not the megabyte state
-        assert isinstance(key, bytes) and len(key) == 16 and state not in client._token_counts
+        assert isinstance(key, bytes) and len(key) == 16 and state.encode() not in client._token_counts
         await client.aclose()
 
 

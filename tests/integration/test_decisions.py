@@ -82,7 +82,7 @@ def test_reread_policy_triggers_exactly_above_threshold(client: httpx.Client) ->
 
 
 def test_debias_average_matches_hand_computed_reads(client: httpx.Client, engine: httpx.Client) -> None:
-    questions = {
+    questions: dict[str, dict[str, Any]] = {
         "team": {"type": "choice", "criteria": {"db": None, "network": "DNS", "app": None}},
         "page": {"type": "noul", "instructions": "Page?", "criteria": {"true": "outage"}},
         "severity": {"type": "score", "criteria": ["low", "medium", "high"]},

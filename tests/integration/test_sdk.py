@@ -24,7 +24,7 @@ from devtools.stack import LocalStack as Stack
 
 pytestmark = pytest.mark.engine
 
-QUESTIONS = {
+QUESTIONS: dict[str, Noul | Choice | Score] = {
     "page": Noul(instructions="Should on-call be paged?"),
     "team": Choice(criteria={"db": None, "network": "DNS, load balancers", "app": None}),
     "severity": Score(criteria=["low", "medium", "high"]),

@@ -17,8 +17,9 @@ from app.gateway.decisions.calibration import scaled
 from app.gateway.decisions.calibration_file import Calibration
 from app.gateway.main import create_app
 from app.jev.wire import ReadPolicy
-from deploy.devstack.stack import TOY_DIR, TOY_MODEL
+from deploy.devstack.stack import TOY_MODEL
 from deploy.devstack.stack import toy_task as toy_task_module
+from deploy.models import TOY_DIR
 from deploy.runtime.settings import EngineSettings
 from devtools.stack import LocalStack, local_stack
 from tests.helpers import answer_probs, gateway_settings, serving

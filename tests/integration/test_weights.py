@@ -18,10 +18,10 @@ import httpx
 import pytest
 from google.cloud import storage
 
+from deploy.errors import WeightsError
 from deploy.runtime.weights import (
     MANIFEST,
     STAMP,
-    WeightsError,
     client_from_env,
     download,
     upload,

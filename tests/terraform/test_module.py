@@ -239,7 +239,7 @@ def test_probe_window_covers_the_budget_within_the_gpu_limit(
 def test_the_default_budget_covers_every_weights_modes_projected_cold_start() -> None:
     budget = _variables()["cold_start_budget_s"]["default"]
     for mode in WEIGHTS_MODES:
-        _, high = total(mode)  # type: ignore[arg-type]
+        _, high = total(mode)
         assert high <= budget, (mode, high)
     assert math.isclose(budget, 900)
 

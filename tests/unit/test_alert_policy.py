@@ -11,6 +11,7 @@ import pytest
 from app.alerts.policy import Policy, PolicyError
 from app.alerts.records import Alert
 from app.alerts.settings import DEFAULT_POLICY
+from app.alerts.sinks.config import PagerDutyConfig
 
 ALERT = Alert(source="alertmanager", key="alertmanager:f1", status="firing", title="DiskFull", summary="97%")
 
@@ -148,7 +149,8 @@ def test_secret_files_are_found_beside_the_policy(tmp_path: Path) -> None:
     text = _default(**{'[sinks.console]\ntype = "console"': pagerduty})
     policy = Policy.load(_write(tmp_path, text))
     config = policy.sink_configs["console"]
-    assert Path(config.routing_key_file) == tmp_path / "pd.key"
+    assert isinstance(config, PagerDutyConfig)
+    assert Path(str(config.routing_key_file)) == tmp_path / "pd.key"
 
 
 def test_questions_the_gateway_would_refuse_are_a_policy_error(tmp_path: Path) -> None:

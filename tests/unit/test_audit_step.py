@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml  # type: ignore[import-untyped]
-from dockerfile_parse import DockerfileParser  # type: ignore[import-untyped]
+import yaml
+from dockerfile_parse import DockerfileParser
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 

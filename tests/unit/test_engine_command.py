@@ -38,7 +38,7 @@ def _flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
-GATEWAY = GatewaySettings(served_model="dgemma-26b-w4a16", model_aliases="prod")  # type: ignore[arg-type]
+GATEWAY = GatewaySettings(served_model="dgemma-26b-w4a16", model_aliases="prod")
 
 
 def test_gpu_command_from_the_l4_profile(int4_model: Path) -> None:

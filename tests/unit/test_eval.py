@@ -150,7 +150,8 @@ def test_the_shipped_toy_model_verifies_and_a_changed_byte_is_refused(tmp_path: 
     import shutil
 
     from app.core.config import ConfigError
-    from deploy.devstack.stack import TOY_DIR, verify_toy_model
+    from deploy.devstack.stack import verify_toy_model
+    from deploy.models import TOY_DIR
 
     assert verify_toy_model() == TOY_DIR
     log = json.loads((TOY_DIR / "train_log.json").read_text())

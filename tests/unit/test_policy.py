@@ -55,7 +55,7 @@ def test_ties_pick_the_first_option() -> None:
     ],
 )
 def test_policy_orders(mode: str, entropy: float, max_orders: int, first: int, extra: int) -> None:
-    policy = ReadPolicy(mode=mode, reread_entropy=0.9, extra_reads=2, debias_reads=3)  # type: ignore[arg-type]
+    policy = ReadPolicy(mode=mode, reread_entropy=0.9, extra_reads=2, debias_reads=3)
     assert policy.first_orders(max_orders) == first
     assert policy.extra_orders(entropy, max_orders) == extra
 
@@ -73,7 +73,7 @@ def test_a_request_overrides_only_the_fields_it_sets() -> None:
     [("single", 6, 1), ("adaptive", 6, 3), ("adaptive", 2, 2), ("debias", 6, 3), ("debias", 2, 2)],
 )
 def test_most_orders_bounds_what_the_policy_can_read(mode: str, max_orders: int, most: int) -> None:
-    policy = ReadPolicy(mode=mode, extra_reads=2, debias_reads=3)  # type: ignore[arg-type]
+    policy = ReadPolicy(mode=mode, extra_reads=2, debias_reads=3)
     assert policy.most_orders(max_orders) == most
     # never below what the two rounds can actually take
     assert most >= policy.first_orders(max_orders) + policy.extra_orders(1.0, max_orders)

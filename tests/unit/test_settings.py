@@ -136,9 +136,9 @@ def test_a_child_process_reads_back_exactly_the_same_settings(
     keys = tmp_path / "keys"
     keys.write_text("file-key\n")
     original = GatewaySettings(
-        api_keys="k1,k2",  # type: ignore[arg-type]
+        api_keys="k1,k2",
         api_keys_file=keys,
-        model_aliases="a,b",  # type: ignore[arg-type]
+        model_aliases="a,b",
         mode="debias",
         debias_reads=5,
         port=9300,
@@ -154,10 +154,10 @@ def test_a_child_process_reads_back_exactly_the_same_settings(
 
 
 def test_redacted_configuration_hides_secrets() -> None:
-    s = GatewaySettings(api_keys="top-secret", allow_any_key=False)  # type: ignore[arg-type]
+    s = GatewaySettings(api_keys="top-secret", allow_any_key=False)
     text = json.dumps(redacted(s))
     assert "top-secret" not in text and "**********" in text
     assert "top-secret" not in repr(s)
-    gate = LoadtestSettings(loadtest_api_key="gate-secret")  # type: ignore[arg-type]
+    gate = LoadtestSettings(loadtest_api_key="gate-secret")
     assert "gate-secret" not in json.dumps(redacted(gate))
     assert gate.headers() == {"Authorization": "Bearer gate-secret"}
