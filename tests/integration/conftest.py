@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from google.cloud import storage
 
 from app.gateway.main import create_app
 from deploy.runtime.weights import client_from_env
@@ -22,6 +23,16 @@ def gcs_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         mp.setenv("STORAGE_EMULATOR_HOST", url)
         client_from_env("test").create_bucket(WEIGHTS_BUCKET)  # what terraform would have made
         yield url
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[storage.Client]:
+    """A client of a fresh emulator with an empty bucket `weights`, for the weights and cache tests."""
+    with fake_gcs(tmp_path_factory.mktemp("gcs")) as url, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("STORAGE_EMULATOR_HOST", url)
+        client = client_from_env("test")
+        client.create_bucket("weights")
+        yield client
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,19 +13,8 @@ import pytest
 from google.cloud import storage
 
 from deploy.runtime import compile_cache as cc
-from deploy.runtime.weights import client_from_env
-from devtools.gcs import fake_gcs
 
 URL = "gs://weights/compile-cache"
-
-
-@pytest.fixture(scope="module")
-def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[storage.Client]:
-    with fake_gcs(tmp_path_factory.mktemp("gcs")) as url, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("STORAGE_EMULATOR_HOST", url)
-        client = client_from_env("test")
-        client.create_bucket("weights")
-        yield client
 
 
 def _fill(cache_dir: Path, big: int = 0) -> dict[str, bytes]:

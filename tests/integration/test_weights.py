@@ -22,24 +22,13 @@ from deploy.errors import WeightsError
 from deploy.runtime.weights import (
     MANIFEST,
     STAMP,
-    client_from_env,
     download,
     upload,
     verify,
     verify_remote,
 )
-from devtools.gcs import fake_gcs
 from devtools.stack import ROOT, LocalStack, free_port, wait_ready
 from tests.helpers import NOUL, decision
-
-
-@pytest.fixture(scope="module")
-def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[storage.Client]:
-    with fake_gcs(tmp_path_factory.mktemp("gcs")) as url, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("STORAGE_EMULATOR_HOST", url)
-        client = client_from_env("test")
-        client.create_bucket("weights")
-        yield client
 
 
 @pytest.fixture
