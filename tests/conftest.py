@@ -1,6 +1,7 @@
-"""Fixtures. Three tiers share them: pure functions (tests/unit), the app in process with a scripted
-engine (tests/app), and the real stack — vLLM on CPU and the supervisor — once per session
-(tests/integration, marked `engine`). Shared code is in tests/helpers.py."""
+"""The session's fixtures: a hermetic environment and the real stack (vLLM on CPU and the supervisor,
+once per session, for the tests marked `engine`). The rooms' own fixtures are in tests/fixtures/,
+loaded here; shared code is in tests/helpers/. Tests are cut by room (tests/<room>/, mirroring
+app/ and deploy/) and tiers are markers: `unit`, `inprocess`, `integration`, `engine`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import pytest
 
 from app.gateway.main import create_app
 from devtools.stack import LocalStack, local_stack
-from tests.helpers import GatewayFactory, gateway_settings, serving
+from tests.helpers.gateway import GatewayFactory, gateway_settings, serving
+
+pytest_plugins = ["tests.fixtures.gateway", "tests.fixtures.deploy"]
 
 # What the tests must not inherit from the shell or CI that runs them.
 OUTSIDE = (
@@ -52,7 +55,7 @@ def hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """The real local stack, started as `make dev` starts it, once per session, on the tiny
-    random-weight model: the plumbing's tests (tests/integration/test_toy_model.py runs the toy)."""
+    random-weight model: the plumbing's tests (tests/deploy/test_toy_model.py runs the toy)."""
     log = tmp_path_factory.mktemp("stack") / "engine.log"
     try:
         with local_stack(log, model="random") as running:
@@ -85,3 +88,13 @@ def gateway_factory(stack: LocalStack) -> Iterator[GatewayFactory]:
             return servers.enter_context(serving(create_app(gateway_settings(**values))))
 
         yield start
+
+
+TIERS = ("unit", "inprocess", "integration")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test names its tier, exactly one (`make test-fast` and CI select by marker)."""
+    untiered = [i.nodeid for i in items if sum(1 for t in TIERS if i.get_closest_marker(t)) != 1]
+    if untiered:
+        raise pytest.UsageError(f"tests without exactly one tier marker {TIERS}: {untiered[:5]}")

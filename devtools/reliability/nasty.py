@@ -2,7 +2,7 @@
 makes (bombs, broken encodings, surrogates, 10,000 questions...). Each case names the statuses it
 may get; none may be 5xx, and every 4xx must carry `detail`.
 
-Shared by the in-process test (tests/app/test_nasty_bodies.py) and `make reliability`, which sends
+Shared by the in-process test (tests/gateway/test_nasty_bodies.py) and `make reliability`, which sends
 them to a real gateway process and reports its peak memory.
 """
 

@@ -4,7 +4,7 @@ figure and the command that measured it.
 
     python -m devtools.reliability [--short] [--out reports/reliability]
 
-`--short` is the bounded version `make test` runs (tests/integration/test_reliability.py calls the
+`--short` is the bounded version `make test` runs (tests/gateway/test_reliability.py calls the
 same steps with small sizes); the full run takes about 30 minutes on 2 cores.
 """
 

@@ -7,7 +7,11 @@ import json
 import os
 import subprocess
 
-from tests.helpers import TERRAFORM
+import pytest
+
+from tests.helpers.terraform import TERRAFORM
+
+pytestmark = pytest.mark.integration  # the real terraform CLI, the provider's schema, checkov
 
 ROOT = TERRAFORM.parent
 DEPLOYED = ROOT / "tests/terraform/fixtures/deployed.example.tfvars"  # with an image: the service exists

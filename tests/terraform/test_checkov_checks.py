@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.integration  # the real terraform CLI, the provider's schema, checkov
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "checkov.sh"
 OURS = ("CKV_DGEMMA_1", "CKV_DGEMMA_2", "CKV_DGEMMA_3")

@@ -25,7 +25,9 @@ from deploy.cloud.config import SENDERS, DeployConfig
 from deploy.cloud.terraform import OUTPUTS, revision_suffix, tfvars
 from deploy.runtime.settings import WEIGHTS_MODES, EngineSettings, SupervisorSettings
 from loadtest.settings import LoadtestSettings
-from tests.helpers import TERRAFORM, TERRAFORM_ENV, hcl, terraform_eval
+from tests.helpers.terraform import TERRAFORM, TERRAFORM_ENV, hcl, terraform_eval
+
+pytestmark = pytest.mark.integration  # the real terraform CLI, the provider's schema, checkov
 
 BASE = {"project_id": "my-gpu-project", "region": "europe-west4"}
 GPU_SERVICE_LIMIT_S = 1800  # Cloud Run's startup-probe window for GPU services

@@ -7,8 +7,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from devtools.terraform_schema import default_schema, problems
-from tests.helpers import TERRAFORM
+from tests.helpers.terraform import TERRAFORM
+
+pytestmark = pytest.mark.integration  # the real terraform CLI, the provider's schema, checkov
 
 
 def test_the_module_conforms_to_the_provider_schema() -> None:

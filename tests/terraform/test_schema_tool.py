@@ -14,6 +14,8 @@ import pytest
 from devtools import terraform_schema
 from devtools.terraform_schema import Attribute, Block, Field, Schema, SchemaError, problems
 
+pytestmark = pytest.mark.integration  # the real terraform CLI, the provider's schema, checkov
+
 VERSIONS_TF = """\
 terraform {
   required_version = ">= 1.9"

@@ -104,7 +104,7 @@ async def system_one(request: Request) -> Response:
     """Answer typed questions about a state, with probabilities (Jev's System One)."""
     # Declared for the OpenAPI document and the other methods' 405; a POST is served by
     # `DecisionRoute` before the router, with the handler `create_app` built. No dependencies
-    # here: they would show in the document and never run (tests/app/test_openapi.py).
+    # here: they would show in the document and never run (tests/gateway/test_openapi.py).
     handler: Handler = request.app.state.decide
     return await handler(request)
 

