@@ -124,23 +124,27 @@ class JevClient:
     async def decide(self, body: SystemOneRequest | Mapping[str, Any]) -> dict[str, Any]:
         """One decision's response as JSON (answers, usage, diagnostics), checked against the wire's
         response model. Raises a ServiceError when it cannot be had (see the module's docstring)."""
-        if isinstance(body, SystemOneRequest):
-            body = body.model_dump(mode="json", exclude_none=True)
-        r = await self._send("POST", "/v1/systemone", json=body)
-        try:
-            data = r.json()
-            SystemOneResponse.model_validate(data)
-        except (ValueError, ValidationError) as e:
-            raise EngineBadAnswer(f"the decision service answered with an unexpected body: {e}") from e
-        decided: dict[str, Any] = data
-        return decided
+        return (await self._decided(body))[1]
 
     async def answers(self, request: SystemOneRequest) -> tuple[dict[str, Any], frozenset[str]]:
         """A decision's answers (probabilities included), as JSON, and the names of those the service
         calibrated."""
-        response = SystemOneResponse.model_validate(await self.decide(request))
+        response, _ = await self._decided(request)
         answers: dict[str, Any] = response.model_dump(mode="json")["answers"]
         return answers, frozenset(name for name, d in response.diagnostics.items() if d.calibrated)
+
+    async def _decided(
+        self, body: SystemOneRequest | Mapping[str, Any]
+    ) -> tuple[SystemOneResponse, dict[str, Any]]:
+        """The response, checked once: the model and the JSON it was read from."""
+        if isinstance(body, SystemOneRequest):
+            body = body.model_dump(mode="json", exclude_none=True)
+        r = await self._send("POST", "/v1/systemone", json=body)
+        try:
+            data: dict[str, Any] = r.json()
+            return SystemOneResponse.model_validate(data), data
+        except (ValueError, ValidationError) as e:
+            raise EngineBadAnswer(f"the decision service answered with an unexpected body: {e}") from e
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         if self._retry is None:

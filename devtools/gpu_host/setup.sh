@@ -3,13 +3,13 @@
 # gpu-check`: vLLM 0.32's CUDA build and its wheels into one directory, the kit's own dependencies
 # into another, as the image keeps them apart (vLLM in the system python, the gateway in a venv).
 #
-# Usage: devtools/gpu_host/setup.sh BUNDLE_DIR KIT_WHEELS_DIR [PREFIX]
+# Usage: devtools/gpu_host/setup.sh BUNDLE_DIR KIT_WHEELS_DIR PREFIX
 #   BUNDLE_DIR: the untarred bundle of ../shared/tools/gpu-bundle.sh (bundle/whl/*.whl)
 #   KIT_WHEELS_DIR: wheels of requirements/gateway.lock, locust and matplotlib (cp312, manylinux)
-#   PREFIX (default /root/gpu): gets site/ (vLLM), kit/ (the kit's dependencies) and bin/ (`vllm`,
+#   PREFIX (a new directory of this host's choosing): gets site/ (vLLM), kit/ (the kit's dependencies) and bin/ (`vllm`,
 #   `engine-python`, `dgemma`); put PREFIX/bin first on PATH.
 set -euo pipefail
-bundle=${1:?BUNDLE_DIR}; kit=${2:?KIT_WHEELS_DIR}; prefix=${3:-/root/gpu}
+bundle=${1:?BUNDLE_DIR}; kit=${2:?KIT_WHEELS_DIR}; prefix=${3:?PREFIX}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 py=$(command -v python3)
 mkdir -p "$prefix/bin"
