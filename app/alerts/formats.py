@@ -269,8 +269,12 @@ class Incident(_Payload):
     resource_name: str | None = None
     observed_value: Any = None  # a string in Google's samples, a number in some others
     threshold_value: Any = None
+    severity: str | None = None  # the policy's: "Critical", "Error", "Warning" or "No severity"
     # Not read: ended_at, scoping_project_id, scoping_project_number, apigee_url, resource_id,
-    # resource_type_display_name, metadata, condition, severity.
+    # resource_type_display_name, metadata, condition.
+
+
+CLOUD_SEVERITIES = ("critical", "error", "warning")  # AlertPolicy.Severity, less UNSPECIFIED
 
 
 class CloudMonitoringWebhook(_Payload):
@@ -280,12 +284,15 @@ class CloudMonitoringWebhook(_Payload):
 
 def from_cloud_monitoring(payload: Any) -> Batch:
     """A Cloud Monitoring webhook body (one incident) as one alert: `open` fires, `closed`
-    resolves; labels are the resource's, the metric's and the policy's user labels (which win)."""
+    resolves; labels are the resource's, the metric's, the policy's severity (as `severity`, as
+    Alertmanager's rules write it) and the policy's user labels (which win)."""
     i = _validate(CloudMonitoringWebhook, payload).incident
     title = (i.policy_name or "").strip() or (i.condition_name or "").strip() or "(no policy name)"
+    severity = (i.severity or "").strip().lower()
     labels = {
         **(i.resource.labels if i.resource else {}),
         **(i.metric.labels if i.metric else {}),
+        **({"severity": severity} if severity in CLOUD_SEVERITIES else {}),
         **i.policy_user_labels,
     }
     doc = i.documentation

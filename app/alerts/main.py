@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from pydantic import SecretStr
 
 from app.alerts import routes
+from app.alerts.audit import AuditLog
 from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
 from app.alerts.records import Source
@@ -83,6 +84,8 @@ def create_router_app(
         budget_s=settings.alerts_decision_budget_s,
         reclassify_for_s=settings.alerts_reclassify_for_s,
         max_concurrency=settings.alerts_max_concurrency,
+        audit=AuditLog(settings.alerts_audit_file),
+        mode=settings.alerts_mode,
     )
 
     @asynccontextmanager
@@ -91,6 +94,7 @@ def create_router_app(
             yield
         finally:
             await triage.aclose()
+            triage.audit.close()
             for sink in sinks.values():
                 await sink.aclose()
             await gateway.aclose()

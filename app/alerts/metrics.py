@@ -19,6 +19,13 @@ class RouterMetrics(HttpMetrics):
         self.classified = Counter(
             "dgemma_alerts_classified", "Alerts classified, by action.", ["action"], registry=r
         )
+        self.decisions = Counter(
+            "dgemma_alerts_decisions",
+            "Decisions on firing alerts (each also an audit record), by mode, action and route; in "
+            "shadow mode, what the policy would have done.",
+            ["mode", "action", "route"],
+            registry=r,
+        )
         self.fallback = Counter(
             "dgemma_alerts_fallback", "Alerts paged unclassified on the fallback route.", registry=r
         )

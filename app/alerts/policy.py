@@ -1,8 +1,10 @@
 """The routing policy (a TOML file): the questions asked about an alert, the thresholds that turn the
-answers into page / ticket / drop, the uncertain band, teams and their routes, and the sinks.
+answers into page / ticket / drop, the uncertain band, the rules and the severity floor around the
+model, teams and their routes, and the sinks.
 
-`Policy.request(alert)` is the Jev request for one alert; `Policy.decide(alert, answers)` the page
-(or the drop) for its answers; `Policy.fallback(alert, reason)` the page that goes out unclassified.
+`Policy.request(alert)` is the Jev request for one alert; `Policy.decide(alert, answers)` the one
+decision function (answers None: a rule decides without the model); `Policy.fallback(alert, reason)`
+the page that goes out unclassified; `Policy.as_sent(alert)` shadow mode's page.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from pydantic import Field, ValidationError, model_validator
 
 from app.alerts.records import Action, Alert, Page, Severity
+from app.alerts.rules import Floor, Rule, at_least
 from app.alerts.sinks import SinkConfig, SinkConfigError, parse_sink_configs
 from app.core.config import ConfigError
 from app.core.errors import InvalidRequest
@@ -69,6 +72,7 @@ class Team(StrictModel):
 class Route(StrictModel):
     page: list[str] = Field(min_length=1)
     ticket: list[str] = Field(default_factory=list)
+    drop: bool = False  # the model may drop this route's alerts (below `ticket`); off: a ticket instead
 
 
 class PolicyFile(StrictModel):
@@ -79,9 +83,18 @@ class PolicyFile(StrictModel):
     teams: dict[str, Team] = Field(min_length=1)
     routes: dict[str, Route] = Field(min_length=1)
     sinks: dict[str, dict[str, Any]] = Field(min_length=1)  # each a sink config (app.alerts.sinks)
+    floor: Floor = Floor()
+    rules: list[Rule] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _references(self) -> PolicyFile:
+        for i, rule in enumerate(self.rules):
+            if rule.team is not None and rule.team not in self.teams:
+                known = ", ".join(self.teams)
+                raise ValueError(f"rules[{i}] ({rule.name}): unknown team {rule.team!r} ({known})")
+        names = [rule.name for rule in self.rules]
+        if len(set(names)) != len(names):
+            raise ValueError("rules: two rules share a name (a page's reason names its rule)")
         if self.fallback_route not in self.routes:
             raise ValueError(
                 f"fallback_route {self.fallback_route!r} is not one of the routes ({', '.join(self.routes)})"
@@ -186,12 +199,41 @@ class Policy:
             }
         )
 
+    def rule_for(self, alert: Alert) -> Rule | None:
+        """The first rule whose matchers all match (the order of the file), or None."""
+        return next((rule for rule in self.spec.rules if rule.matches(alert)), None)
+
+    def source_level(self, alert: Alert) -> Severity | None:
+        """The sender's own severity (the floor's label), when it is one of the policy's levels."""
+        value = alert.labels.get(self.spec.floor.label, "").strip().lower()
+        return next((level for level in self.spec.severity.levels if level == value), None)
+
     def decide(
-        self, alert: Alert, answers: dict[str, Any], *, calibrated: frozenset[str] = frozenset()
+        self,
+        alert: Alert,
+        answers: dict[str, Any] | None,
+        *,
+        calibrated: frozenset[str] = frozenset(),
     ) -> Page:
-        """The action, route and severity for an alert's answers (the thresholds, the uncertain band).
-        `calibrated`: the questions whose probabilities the gateway scaled by its calibration file;
-        the reason says which thresholds met calibrated numbers."""
+        """The action, route and severity for an alert: the model's answers through the thresholds
+        and the uncertain band, then the alert's rule (its action and team replace the model's), the
+        severity floor (unless the rule set the action) and the routes' drop switch. `answers` None:
+        a rule that never classifies decides alone. `calibrated`: the questions whose probabilities
+        the gateway scaled by its calibration file; the reason says which thresholds met them."""
+        rule = self.rule_for(alert)
+        if answers is None:
+            if rule is None or rule.classify or rule.action is None:
+                raise ValueError(f"{alert.key}: no answers, and no rule decides without the model")
+            route = self.spec.teams[rule.team].route if rule.team else self.fallback_route
+            return Page(
+                alert=alert,
+                action=rule.action,
+                route=route,
+                severity=self.source_level(alert) or ("error" if rule.action == "page" else "warning"),
+                classified=False,
+                reason=f"rule {rule.name}: {rule.action}, not classified",
+                rules=(rule.name,),
+            )
         t = self.spec.thresholds
         levels = self.spec.severity.levels
         p_page = float(answers["page"]["noul"])
@@ -217,12 +259,36 @@ class Policy:
             action, reason = "drop", f"p(page) {p_page:.2f} < {t.ticket}"
         if "page" in calibrated:
             reason += " (calibrated)"
+        acted: list[str] = []
         route = self.spec.teams[team].route
-        if p_team < t.team_confidence and action != "drop":
+        if rule is not None and rule.team is not None:
+            route = self.spec.teams[rule.team].route
+            reason += f"; rule {rule.name}: team {rule.team}"
+        if rule is not None and rule.action is not None:
+            if rule.action != action:
+                reason += f"; rule {rule.name}: {rule.action}"
+                low_confidence = False
+            action = rule.action
+        else:
+            floor = self.spec.floor.of(alert)
+            if floor is not None and at_least(action, floor[0]) != action:
+                action, low_confidence = floor[0], False
+                reason += f"; the sender's {self.spec.floor.label} {floor[1]}: at least {floor[0]}"
+                acted.append("floor")
+                source = self.source_level(alert)  # the page says what its sender said, at least
+                if source is not None and levels.index(source) > levels.index(level):
+                    level = source
+            if action == "drop" and not self.spec.routes[route].drop:  # the owner's route decides
+                action = "ticket"
+                reason += f"; route {route} does not drop: a ticket"
+        unsure_team = rule is None or rule.team is None
+        if unsure_team and p_team < t.team_confidence and action != "drop":
             route, low_confidence = self.fallback_route, True
             reason += f"; team {team} only {p_team:.2f} < {t.team_confidence}: the fallback route"
             if "team" in calibrated:
                 reason += " (calibrated)"
+        if rule is not None:
+            acted.insert(0, rule.name)
         return Page(
             alert=alert,
             action=action,
@@ -233,15 +299,31 @@ class Policy:
             answers=answers,
             reason=reason,
             calibrated="page" in calibrated,
+            rules=tuple(acted),
         )
 
     def fallback(self, alert: Alert, reason: str) -> Page:
-        """The page that goes out before (or without) the model's answer: never lost, never silent."""
+        """The page that goes out before (or without) the model's answer: never lost, never silent.
+        A rule's team still routes it."""
+        rule = self.rule_for(alert)
+        team = rule.team if rule is not None else None
+        return Page(
+            alert=alert,
+            action="page",
+            route=self.spec.teams[team].route if team else self.fallback_route,
+            severity=self.source_level(alert) or "error",
+            classified=False,
+            reason=reason + (f"; rule {rule.name}: team {team}" if rule is not None and team else ""),
+            rules=(rule.name,) if rule is not None and team else (),
+        )
+
+    def as_sent(self, alert: Alert) -> Page:
+        """Shadow mode's page: every firing alert, as its sender sent it, on the fallback route."""
         return Page(
             alert=alert,
             action="page",
             route=self.fallback_route,
-            severity="error",
+            severity=self.source_level(alert) or "error",
             classified=False,
-            reason=reason,
+            reason="shadow mode: paged as sent",
         )

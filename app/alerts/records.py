@@ -56,3 +56,4 @@ class Page:
     answers: dict[str, Any] = field(default_factory=dict)  # the Jev answers, probabilities included
     reason: str = ""  # why this action (thresholds met, budget missed, service not ready...)
     calibrated: bool = False  # p(page) was calibrated by the gateway (DGEMMA_CALIBRATION_FILE)
+    rules: tuple[str, ...] = ()  # the policy's rules that acted on it (and "floor" for the severity floor)

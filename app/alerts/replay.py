@@ -67,6 +67,10 @@ async def replay(alerts: list[Alert], policy: Policy, gateway: JevClient, concur
     async def one(alert: Alert) -> Row:
         if alert.status == "resolved":
             return Row(alert, "resolve", "-", "-", {}, "resolved: the sinks that paged it get the resolution")
+        rule = policy.rule_for(alert)
+        if rule is not None and not rule.classify:  # as the router: the model is never asked
+            page = policy.decide(alert, None)
+            return Row(alert, page.action, page.route, page.severity, {}, page.reason)
         async with gate:
             try:
                 answers, calibrated = await gateway.answers(policy.request(alert))

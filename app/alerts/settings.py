@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 
@@ -23,6 +24,15 @@ class AlertRouterSettings(KitSettings):
     alerts_policy_file: Path = DEFAULT_POLICY
     """The routing policy (TOML): questions, thresholds, uncertain band, teams, routes, sinks; checked
     at start. The default classifies into three example teams and prints pages to the console."""
+
+    alerts_mode: Literal["act", "shadow"] = "act"
+    """`act`: pages follow the policy. `shadow`: every firing alert pages as it was sent (the
+    fallback route, the sender's own severity) and the policy's decision is only recorded, so that a
+    team can trial the classifier for weeks and read the record with `dgemma alerts report`."""
+    alerts_audit_file: Path | None = None
+    """A JSON Lines file that gets every decision's audit record (page, ticket, drop, late update,
+    resolution), beside the log line each record always is. On Cloud Run, read the log instead
+    (`jsonPayload.audit`): the instance's disk is memory."""
 
     alerts_gateway_url: str = "http://127.0.0.1:8080"
     """The decision service (the gateway) the router asks."""

@@ -1,12 +1,17 @@
-"""The router's core: alerts in, pages out; never lose a page, never page twice.
+"""The router's core: alerts in, pages out; never lose a page, never page twice, never decide
+without a record (app/alerts/audit.py).
 
 For each firing alert of a delivery, with bounded concurrency:
+- a rule that never classifies: its action, without asking the model;
 - classified within the decision budget: the policy's page / ticket / drop on the team's route;
 - not within the budget, or the decision service not ready: the page goes out at once, unclassified,
   on the fallback route; a background task wakes the service (a readiness call starts a
   scaled-to-zero instance), classifies the alert when it can, and updates the same deliveries (the
   same PagerDuty incident: the same `dedup_key`) with the classification.
 A resolved alert needs no read: the sinks that got its page get its resolution.
+
+In shadow mode every firing alert pages as it was sent (the fallback route, the sender's severity),
+and the policy's decision is only recorded: what it would have done.
 
 The ledger remembers, per alert, what each sink already got; a sink that fails makes the whole
 delivery answer 502 so the sender retries, and the retry delivers only what is missing.
@@ -20,9 +25,10 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+from app.alerts.audit import AuditLog, AuditRecord, Event, Mode
 from app.alerts.errors import DeliveryFailed
 from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
@@ -75,6 +81,15 @@ class Ledger:
         }
 
 
+@dataclass(frozen=True)
+class Unclassified:
+    """No answers within the budget: the fallback page, and whether to classify it later (not
+    when the gateway refused the router's own request: that will not heal by itself)."""
+
+    page: Page
+    retry: bool
+
+
 class KeyedLocks:
     """One lock per alert key, dropped when nobody holds or awaits it: two deliveries about the
     same alert (a retry racing the original) are routed one after the other."""
@@ -111,8 +126,12 @@ class Triage:
         budget_s: float,
         reclassify_for_s: float,
         max_concurrency: int,
+        audit: AuditLog | None = None,
+        mode: Mode = "act",
     ) -> None:
         self.policy = policy
+        self.audit = audit or AuditLog()
+        self.mode: Mode = mode
         self.gateway = gateway
         self.sinks = sinks
         self.metrics = metrics
@@ -162,10 +181,33 @@ class Triage:
         if chosen is not None:  # a sender's repeat or retry: only the sinks that missed the page
             await self._deliver(chosen)
             return "duplicate"
+        if self.mode == "shadow":
+            return await self._shadow(alert, gate)
+        rule = self.policy.rule_for(alert)
+        if rule is not None and not rule.classify:  # the model is never asked
+            page = self.policy.decide(alert, None)
+            self._record(page)
+            self.ledger.remember(page)
+            await self._deliver(page)
+            return page.action
+        answered = await self._classify(alert, gate)
+        if isinstance(answered, Unclassified):
+            return await self._fallback(answered.page, retry=answered.retry)
+        page = self.policy.decide(alert, answered[0], calibrated=answered[1])
+        self.metrics.classified.labels(page.action).inc()
+        self._record(page)
+        self.ledger.remember(page)
+        await self._deliver(page)
+        return page.action
+
+    async def _classify(
+        self, alert: Alert, gate: asyncio.Semaphore
+    ) -> tuple[dict[str, Any], frozenset[str]] | Unclassified:
+        """The answers within the budget, or the fallback page saying why there are none."""
         async with gate:
             started = time.perf_counter()
             try:
-                answers, calibrated = await asyncio.wait_for(
+                answered = await asyncio.wait_for(
                     self.gateway.answers(self.policy.request(alert)), self.budget_s
                 )
             except (TimeoutError, EngineUnavailable) as e:
@@ -174,24 +216,52 @@ class Triage:
                     if isinstance(e, TimeoutError)
                     else str(e)
                 )
-                return await self._fallback(alert, why, retry=True)
+                return Unclassified(self.policy.fallback(alert, why), retry=True)
             except ServiceError as e:  # the router's own configuration: page anyway, and say so loudly
                 log.error("classification refused for %s: %s", alert.key, e)
-                return await self._fallback(alert, f"classification refused: {e}", retry=False)
+                return Unclassified(self.policy.fallback(alert, f"classification refused: {e}"), retry=False)
             self.metrics.decision_seconds.observe(time.perf_counter() - started)
-        page = self.policy.decide(alert, answers, calibrated=calibrated)
-        self.metrics.classified.labels(page.action).inc()
-        self.ledger.remember(page)
-        await self._deliver(page)
-        return page.action
+        return answered
 
-    async def _fallback(self, alert: Alert, reason: str, *, retry: bool) -> str:
-        """Page now, unclassified, on the fallback route; classify later when `retry`."""
+    async def _shadow(self, alert: Alert, gate: asyncio.Semaphore) -> str:
+        """Page as sent, then record what the policy would have done (also when the page failed:
+        the sender's retry only completes the page)."""
+        sent = self.policy.as_sent(alert)
+        self.ledger.remember(sent)
+        try:
+            await self._deliver(sent)
+        finally:
+            rule = self.policy.rule_for(alert)
+            would: Page
+            if rule is not None and not rule.classify:
+                would = self.policy.decide(alert, None)
+            else:
+                answered = await self._classify(alert, gate)
+                would = (
+                    answered.page
+                    if isinstance(answered, Unclassified)
+                    else self.policy.decide(alert, answered[0], calibrated=answered[1])
+                )
+            self._record(sent, would=would)
+        return "shadow"
+
+    def _record(self, page: Page, *, event: Event = "decision", would: Page | None = None) -> None:
+        """The decision's audit record, and its count by action and route."""
+        label = self.policy.spec.floor.label
+        self.audit.write(AuditRecord.of(page, event=event, mode=self.mode, would=would, source_label=label))
+        if event == "decision":  # a late update is counted by `classified` (late-*), not twice here
+            counted = would or page
+            self.metrics.decisions.labels(self.mode, counted.action, counted.route).inc()
+
+    async def _fallback(self, page: Page, *, retry: bool) -> str:
+        """Page now, unclassified (the fallback route, or its rule's team), and classify later when
+        `retry`."""
         self.metrics.fallback.inc()
-        page = self.policy.fallback(alert, reason)
+        self._record(page)
         self.ledger.remember(page)
-        if retry and alert.key not in self._later:
-            self._later[alert.key] = asyncio.create_task(self._classify_later(alert))
+        key = page.alert.key
+        if retry and key not in self._later:
+            self._later[key] = asyncio.create_task(self._classify_later(page.alert))
         await self._deliver(page)
         return "fallback"
 
@@ -213,6 +283,12 @@ class Triage:
         else:
             names = self.policy.sinks_of(self.policy.fallback_route, "page")
         await self._each(alert.key, "resolve", "resolve", names, lambda sink: sink.resolve(alert))
+        if not self.ledger.done(alert.key, "resolved"):  # a repeated resolution is not a new record
+            self.audit.write(
+                AuditRecord.resolved(
+                    alert, mode=self.mode, source_label=self.policy.spec.floor.label, sinks=names
+                )
+            )
         self.ledger.mark(alert.key, "resolved")
 
     async def _each(
@@ -270,11 +346,12 @@ class Triage:
     async def _update(self, alert: Alert, answered: tuple[dict[str, Any], frozenset[str]]) -> None:
         """The classification onto the fallback page's sinks (the same incident), retried until it lands."""
         decided = self.policy.decide(alert, answered[0], calibrated=answered[1])
-        # Still a page on the fallback route's sinks: an open incident is updated, never withdrawn.
+        first = self.ledger.page(alert.key)
+        # Still a page on the first page's sinks: an open incident is updated, never withdrawn.
         update = replace(
             decided,
             action="page",
-            route=self.policy.fallback_route,
+            route=first.route if first is not None else self.policy.fallback_route,
             reason=f"classified late: {decided.action}, route {decided.route} ({decided.reason})",
         )
         self.metrics.classified.labels(f"late-{decided.action}").inc()
@@ -283,6 +360,9 @@ class Triage:
                 async with self._locks(alert.key):
                     if self.ledger.done(alert.key, "resolved"):
                         return  # resolved meanwhile: nothing left to update
+                    if not self.ledger.done(alert.key, "updated"):
+                        self._record(update, event="update")
+                        self.ledger.mark(alert.key, "updated")
                     self.ledger.remember(update)
                     await self._deliver(update)
                 return

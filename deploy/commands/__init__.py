@@ -1,7 +1,8 @@
 """The `dgemma` subcommands, one module each.
 
 A command module (its `NAME` with `-` spelled `_`) has `NAME`, `HELP`, `REQUIRES` (modules it needs
-beyond the image's lock), `add_arguments(parser)` and `run(args) -> int`; `SERVICE = True` marks a
+beyond the image's lock), optionally `OPTIONAL` (modules beyond the lock it uses only when installed,
+saying so when not: plots), `add_arguments(parser)` and `run(args) -> int`; `SERVICE = True` marks a
 long-running process that logs JSON lines. `run` parses nothing and calls into the room that does
 the work; its errors subclass `app.core.errors.KitError`, which carries the exit code (deploy/cli.py).
 """

@@ -1,4 +1,5 @@
-"""`dgemma alerts serve|replay`: the alert router, and a dry run of its policy on saved payloads."""
+"""`dgemma alerts serve|replay|eval|report`: the alert router, a dry run of its policy on saved
+payloads, its score on labelled alerts, and the summary of a shadow trial's record."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ if TYPE_CHECKING:
     from app.alerts.settings import AlertRouterSettings
 
 NAME = "alerts"
-HELP = "the alert router: serve the webhooks, or replay saved payloads through the policy (nothing sent)"
+HELP = (
+    "the alert router: serve the webhooks; replay saved payloads through the policy (nothing sent); "
+    "eval on labelled alerts; report on a shadow trial"
+)
 REQUIRES: tuple[str, ...] = ()
+OPTIONAL = ("matplotlib",)  # eval's and report's plots; the router's image has none
 SERVICE = True  # `serve` is long-running: refusals are JSON log lines (`replay`'s are plain, below)
 
 
@@ -34,18 +39,112 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     replay.add_argument("--gateway", help="decision service URL (default: DGEMMA_ALERTS_GATEWAY_URL)")
     replay.add_argument("--policy", type=Path, help="policy file (default: DGEMMA_ALERTS_POLICY_FILE)")
     replay.set_defaults(logs_json=False)  # a person's command: refusals in red on stderr
+    evaluate = actions.add_parser(
+        "eval",
+        help="score the router on labelled alerts: page recall, noise, teams, severity, a threshold sweep",
+    )
+    evaluate.add_argument(
+        "file", type=Path, help='one delivery per line: {"source": ..., "payload": ..., "expected": [...]}'
+    )
+    evaluate.add_argument("--gateway", help="decision service URL (default: DGEMMA_ALERTS_GATEWAY_URL)")
+    evaluate.add_argument("--policy", type=Path, help="policy file (default: DGEMMA_ALERTS_POLICY_FILE)")
+    evaluate.add_argument(
+        "--without-severity",
+        action="store_true",
+        help="remove each alert's own severity label (the floor's, `severity` by default) before it is asked",
+    )
+    evaluate.add_argument(
+        "--suggest",
+        type=float,
+        metavar="RECALL",
+        help="fit the p(page) threshold for this page recall on half the set, report it on the other",
+    )
+    evaluate.add_argument("--seed", type=int, default=0, help="the --suggest split's seed (default: 0)")
+    evaluate.add_argument("--concurrency", type=int, default=4, help="alerts asked at once (default: 4)")
+    evaluate.add_argument(
+        "--out", type=Path, default=Path("reports/alerts-eval"), help="report.json, report.md, plots"
+    )
+    evaluate.set_defaults(logs_json=False)
+    report = actions.add_parser(
+        "report",
+        help="summarize a shadow trial's record: pages avoided, pages it would have missed, teams",
+    )
+    report.add_argument(
+        "file",
+        type=Path,
+        help="DGEMMA_ALERTS_AUDIT_FILE, the router's log, or `gcloud logging read --format=json` output",
+    )
+    report.add_argument(
+        "--missed-after",
+        type=float,
+        default=30.0,
+        metavar="MINUTES",
+        help="an avoided page still firing this long counts as missed (default: 30)",
+    )
+    report.add_argument(
+        "--team-label", default="team", help="the sender's label to compare teams with (default: team)"
+    )
+    report.add_argument("--out", type=Path, help="also write report.md and shadow.png here")
+    report.set_defaults(logs_json=False)
 
 
 def run(args: argparse.Namespace) -> int:
     from app.alerts.settings import AlertRouterSettings
     from app.core.config import load
 
+    if args.action == "report":
+        return _report(args)
     if args.action == "serve":
         return _serve(
             load(AlertRouterSettings, alerts_host=args.host, alerts_port=args.port), args.drain_seconds
         )
     settings = load(AlertRouterSettings, alerts_gateway_url=args.gateway, alerts_policy_file=args.policy)
+    if args.action == "eval":
+        return _eval(settings, args)
     return _replay(settings, args.file)
+
+
+def _eval(settings: AlertRouterSettings, args: argparse.Namespace) -> int:
+    from app.alerts.evaluation import run as evaluate
+
+    return evaluate(
+        settings, args.file, out=args.out, strip_severity=args.without_severity, target=args.suggest,
+        seed=args.seed, concurrency=args.concurrency,
+    )  # fmt: skip
+
+
+def _report(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from app.alerts.audit import read_records
+    from app.alerts.report import plot, render, summarize
+    from app.core.config import ConfigError
+
+    if args.missed_after <= 0:
+        raise ConfigError("--missed-after must be more than 0 minutes")
+    try:
+        records = read_records(args.file)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{args.file}: {e}" if str(args.file) not in str(e) else str(e)) from e
+    missed_after = dt.timedelta(minutes=args.missed_after)
+    summary = summarize(records, missed_after=missed_after, team_label=args.team_label)
+    text = render(summary, missed_after=missed_after, source=str(args.file))
+    Console(soft_wrap=True).print(Markdown(text))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "report.md").write_text(text)
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:  # the router's image has none
+            Console(stderr=True).print(
+                "no plot: matplotlib is not installed (pip install 'dgemma-kit[loadtest]')"
+            )
+        elif summary.decisions:
+            plot(summary, str(args.out / "shadow.png"))
+    return 0
 
 
 def _serve(settings: AlertRouterSettings, drain_s: int) -> int:

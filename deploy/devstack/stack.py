@@ -41,8 +41,12 @@ def dev_gateway_defaults(model: str) -> dict[str, Any]:
     }
 
 
-# Local use: senders without credentials are accepted (the default policy prints pages to stdout).
-DEV_ROUTER_DEFAULTS: dict[str, Any] = {"alerts_allow_open_senders": True}
+# Local use: senders without credentials are accepted (the default policy prints pages to stdout),
+# and every decision's audit record is also appended to a file beside the other local state.
+DEV_ROUTER_DEFAULTS: dict[str, Any] = {
+    "alerts_allow_open_senders": True,
+    "alerts_audit_file": Path(".cache/dev/alerts-audit.jsonl"),
+}
 console = Console(stderr=True, soft_wrap=True)
 
 

@@ -201,6 +201,7 @@ def test_cloud_monitoring_open() -> None:
             "project_id": "example-project",
             "zone": "asia-southeast1-c",
             "loadbalanced": "false",
+            "severity": "critical",  # the policy's severity ("Critical"), as Alertmanager rules write it
             "team": "payments",
         },
         annotations={
@@ -406,3 +407,23 @@ def test_body_bytes_parse_and_broken_json_is_the_gateways_422() -> None:
     assert isinstance(detail, list) and detail[0]["type"] == "json_invalid"
     with pytest.raises(InvalidRequest, match="nested too deeply"):
         parse_body("alertmanager", b'{"alerts": ' + b"[" * 100 + b"]" * 100 + b"}")
+
+
+@pytest.mark.parametrize(
+    ("severity", "user_labels", "expected"),
+    [
+        ("Critical", {}, "critical"),
+        ("ERROR", {}, "error"),
+        ("No severity", {}, None),
+        (None, {}, None),
+        ("Warning", {"severity": "page"}, "page"),  # the policy's user label wins
+    ],
+)
+def test_a_cloud_monitoring_policys_severity_is_its_severity_label(
+    severity: str | None, user_labels: dict[str, str], expected: str | None
+) -> None:
+    payload = sample("cloud_monitoring_open")
+    payload["incident"]["severity"] = severity
+    payload["incident"]["policy_user_labels"] = user_labels
+    (alert,) = parse("cloud-monitoring", payload).alerts
+    assert alert.labels.get("severity") == expected

@@ -3,6 +3,7 @@ it gets (file and line, or the field)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,8 @@ def test_the_default_policy_loads_and_asks_three_questions(policy: Policy) -> No
         (0.4, 0.0, "page", True),
         (0.3999, 0.0, "ticket", False),
         (0.15, 0.0, "ticket", False),
-        (0.1499, 0.0, "drop", False),
-        (0.0, 2.49, "drop", False),  # rounds to "error": below page_severity
+        (0.1499, 0.0, "ticket", False),  # a drop, but the default routes do not drop
+        (0.0, 2.49, "ticket", False),  # rounds to "error": below page_severity
         (0.0, 2.5, "page", False),  # rounds to "critical"
         (0.0, 9.0, "page", False),  # out of range: clamped to the top level
     ],
@@ -69,12 +70,108 @@ def test_thresholds_and_severity(
     assert page.route == "database"
 
 
-def test_an_unsure_team_goes_to_the_fallback_route_but_a_drop_stays_a_drop(policy: Policy) -> None:
+def test_an_unsure_team_goes_to_the_fallback_route(policy: Policy) -> None:
     page = policy.decide(ALERT, answers(0.9, team="network", p_team=0.49))
     assert (page.route, page.low_confidence) == ("oncall", True)
     assert "team network only 0.49 < 0.5" in page.reason
     assert policy.decide(ALERT, answers(0.9, team="network", p_team=0.5)).route == "network"
-    assert policy.decide(ALERT, answers(0.01, p_team=0.2)).action == "drop"
+    unsure_ticket = policy.decide(ALERT, answers(0.01, p_team=0.2))
+    assert (unsure_ticket.action, unsure_ticket.route) == ("ticket", "oncall")
+
+
+def test_the_default_policy_never_drops_and_a_source_critical_alert_pages(policy: Policy) -> None:
+    low = policy.decide(ALERT, answers(0.01))
+    assert (low.action, low.rules) == ("ticket", ())
+    assert "route database does not drop: a ticket" in low.reason
+    critical = replace(ALERT, labels={"severity": "CRITICAL"})
+    page = policy.decide(critical, answers(0.01, score=0.0))
+    assert (page.action, page.rules, page.severity, page.low_confidence) == (
+        "page",
+        ("floor",),
+        "critical",
+        False,
+    )
+    assert "the sender's severity CRITICAL: at least page" in page.reason
+    warning = policy.decide(replace(ALERT, labels={"severity": "warning"}), answers(0.01))
+    assert warning.action == "ticket" and warning.rules == ()
+    # The fallback and shadow pages carry the sender's severity when it is one of the levels.
+    assert policy.fallback(critical, "down").severity == "critical"
+    assert policy.as_sent(critical).severity == "critical" and policy.as_sent(ALERT).severity == "error"
+
+
+RULES = """
+[[rules]]
+name = "payments-always-page"
+matchers = ['service="payments"', 'env!="staging"']
+action = "page"
+
+[[rules]]
+name = "watchdog"
+matchers = ['alertname=~"Watch.*"']
+action = "drop"
+classify = false
+
+[[rules]]
+name = "noisy-critical"
+matchers = ['alertname="FlappyCritical"']
+action = "ticket"
+
+[[rules]]
+name = "pg-is-database"
+matchers = ['job=~"postgres|pgbouncer"']
+team = "database"
+"""
+
+
+@pytest.fixture(scope="module")
+def ruled(tmp_path_factory: pytest.TempPathFactory) -> Policy:
+    path = tmp_path_factory.mktemp("rules") / "policy.toml"
+    path.write_text(DEFAULT_POLICY.read_text() + RULES)
+    return Policy.load(path)
+
+
+def _alert(title: str, **labels: str) -> Alert:
+    return Alert(source="alertmanager", key=f"alertmanager:{title}", status="firing", title=title,
+                 summary="", labels=labels)  # fmt: skip
+
+
+def test_rules_act_before_and_after_the_model_and_are_named(ruled: Policy) -> None:
+    pay = _alert("Latency", service="payments", env="prod")
+    assert (
+        ruled.rule_for(pay) is not None
+        and ruled.rule_for(_alert("Latency", service="payments", env="staging")) is None
+    )
+    page = ruled.decide(pay, answers(0.01))
+    assert (page.action, page.rules) == ("page", ("payments-always-page",))
+    assert "rule payments-always-page: page" in page.reason
+    # Never classify: decided without answers, dropped (a rule may drop), unclassified.
+    watchdog = ruled.decide(_alert("Watchdog"), None)
+    assert (watchdog.action, watchdog.classified, watchdog.rules) == ("drop", False, ("watchdog",))
+    # A rule's action wins over the severity floor; the floor would have paged it.
+    noisy = ruled.decide(_alert("FlappyCritical", severity="critical"), answers(0.99))
+    assert (noisy.action, noisy.rules) == ("ticket", ("noisy-critical",))
+    # A team rule routes, whatever the model's team and its confidence; the floor still applies.
+    pg = ruled.decide(
+        _alert("ConnectionsHigh", job="pgbouncer", severity="critical"),
+        answers(0.1, team="network", p_team=0.3),
+    )
+    assert (pg.action, pg.route, pg.rules) == ("page", "database", ("pg-is-database", "floor"))
+    assert "rule pg-is-database: team database" in pg.reason
+    # Matching is on whole values, as Alertmanager's regex matchers are.
+    assert ruled.rule_for(_alert("ConnectionsHigh", job="postgres-exporter")) is None
+    # The fallback page still goes to a rule's team.
+    assert ruled.fallback(_alert("X", job="postgres"), "down").route == "database"
+    with pytest.raises(ValueError, match="no rule decides without the model"):
+        ruled.decide(pay, None)
+
+
+def test_a_route_may_allow_drops(tmp_path: Path) -> None:
+    route = '[routes.database]\npage = ["console"]\nticket = ["console"]'
+    text = DEFAULT_POLICY.read_text().replace(route, route + "\ndrop = true")
+    assert "drop = true" in text
+    policy = Policy.load(_write(tmp_path, text))
+    assert policy.decide(ALERT, answers(0.01)).action == "drop"
+    assert policy.decide(ALERT, answers(0.01, team="network")).action == "ticket"
 
 
 def test_the_fallback_page(policy: Policy) -> None:
@@ -130,6 +227,31 @@ def _default(**replace: str) -> str:
             "least severe first",
         ),
         (_default(**{'type = "console"': 'type = "pagerduty"'}), "routing_key"),
+        (
+            DEFAULT_POLICY.read_text() + '[[rules]]\nname = "r"\nmatchers = ["severity"]\naction = "page"\n',
+            "rules.0: 'severity' is not a matcher",
+        ),
+        (
+            DEFAULT_POLICY.read_text() + '[[rules]]\nname = "r"\nmatchers = [\'a=~"(\']\naction = "page"\n',
+            "the regex does not compile",
+        ),
+        (
+            DEFAULT_POLICY.read_text() + '[[rules]]\nname = "r"\nmatchers = [\'a="b"\']\nteam = "dba"\n',
+            "rules[0] (r): unknown team 'dba'",
+        ),
+        (
+            DEFAULT_POLICY.read_text()
+            + '[[rules]]\nname = "r"\nmatchers = [\'a="b"\']\nclassify = false\nteam = "database"\n',
+            "classify = false needs an action",
+        ),
+        (
+            DEFAULT_POLICY.read_text() + '[[rules]]\nname = "r"\nmatchers = [\'a="b"\']\n',
+            "sets neither action nor team",
+        ),
+        (
+            _default(**{'actions = { critical = "page" }': 'actions = { critical = "wake" }'}),
+            "floor.actions.critical",
+        ),
     ],
 )
 def test_a_policy_mistake_names_the_file_and_where(tmp_path: Path, text: str, message: str) -> None:

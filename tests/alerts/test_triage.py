@@ -43,6 +43,9 @@ ticket = 0.15
 page_severity = "critical"
 team_confidence = 0.5
 
+[floor]
+actions = {}  # the sample alerts say severity=critical: here the thresholds alone decide
+
 [questions]
 page = "Wake someone now?"
 team = "Which team owns it?"
@@ -62,6 +65,7 @@ route = "network"
 [routes.database]
 page = ["db-pager", "db-chat"]
 ticket = ["tickets"]
+drop = true
 
 [routes.network]
 page = ["net-pager"]
@@ -91,12 +95,14 @@ class Verdicts(ScriptedEngine):
         super().__init__()
         self.verdicts: dict[str, tuple[float, float, str]] = {}
         self.health_checks = 0  # the gateway's /readyz asks this
+        self.asked: list[str] = []  # the alert title of each read
 
     async def healthy(self) -> bool:
         self.health_checks += 1
         return await super().healthy()
 
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+        self.asked.append(json.loads(body["state"])["alert"])
         (title,) = [t for t in self.verdicts if json.loads(body["state"])["alert"] == t]
         p_page, p_db, level = self.verdicts[title]
         answers = {}
@@ -649,3 +655,124 @@ async def test_metrics_count_what_happened(make_stack: StackFactory) -> None:
     assert 'dgemma_alerts_classified_total{action="late-page"} 1.0' in text
     assert (await s.client.get("/healthz")).status_code == 200
     assert (await s.client.get("/readyz")).status_code == 200
+
+
+# -- the audit record, rules, shadow mode ------------------------------------------------------------
+
+
+def _audit(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_every_decision_leaves_an_audit_record_and_a_count(
+    make_stack: StackFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    audit = tmp_path / "audit.jsonl"
+    s = make_stack(alerts_decision_budget_s=0.3, alerts_audit_file=audit)
+    s.engine.verdicts |= {
+        "Pg": (0.9, 0.95, "error"),
+        "Noise": (0.01, 0.95, "info"),
+        "Late": (0.9, 0.1, "error"),
+    }
+    s.engine.verdicts["Lag"] = (0.2, 0.1, "warning")
+    with caplog.at_level("INFO", logger="app.alerts.audit"):
+        await s.fire(("Pg", "f1"), ("Noise", "f2"), ("Lag", "f3"))
+        s.engine.hold = asyncio.Event()
+        await s.fire(("Late", "f4"))
+        s.engine.hold.set()
+        await eventually(lambda: not s.router._later)
+        await s.fire(("Pg", "f1"))  # a repeat is not a new decision
+        await s.resolve(("Pg", "f1"))
+        await s.resolve(("Pg", "f1"))  # nor is a repeated resolution
+    records = _audit(audit)
+    by = {(r["alert"], r["event"]): r for r in records}
+    assert len(records) == 6, records
+    assert by["Pg", "decision"] | {} == by["Pg", "decision"]
+    pg, noise, lag = by["Pg", "decision"], by["Noise", "decision"], by["Lag", "decision"]
+    assert (pg["action"], pg["route"], pg["team"], pg["classified"]) == ("page", "database", "database", True)
+    assert pg["p_page"] == pytest.approx(0.9) and pg["mode"] == "act" and pg["key"] == "alertmanager:f1"
+    assert (noise["action"], noise["reason"]) == ("drop", "p(page) 0.01 < 0.15")  # the route allows drops
+    assert (lag["action"], lag["route"]) == ("ticket", "network")
+    late = by["Late", "decision"]
+    assert (late["action"], late["classified"], late["route"]) == ("page", False, "oncall")
+    assert by["Late", "update"]["reason"].startswith("classified late: page, route network")
+    assert by["Pg", "resolved"]["reason"] == "resolved: to db-chat, db-pager"
+    assert all(r["labels"]["alertname"] == r["alert"] and r["source_severity"] == "critical" for r in records)
+    # Each record is also a log line, the record under `audit` (Cloud Logging's jsonPayload.audit).
+    logged = [getattr(r, "audit") for r in caplog.records if hasattr(r, "audit")]  # noqa: B009
+    assert [(r["alert"], r["event"]) for r in logged] == [(r["alert"], r["event"]) for r in records]
+    assert any(r.getMessage() == "drop Noise: p(page) 0.01 < 0.15" for r in caplog.records)
+    text = (await s.client.get("/metrics")).text
+    for action, route in (
+        ("page", "database"),
+        ("drop", "database"),
+        ("ticket", "network"),
+        ("page", "oncall"),
+    ):
+        assert f'dgemma_alerts_decisions_total{{action="{action}",mode="act",route="{route}"}} 1.0' in text
+
+
+RULED = """
+[[rules]]
+name = "watchdog"
+matchers = ['alertname="Watchdog"']
+action = "drop"
+classify = false
+
+[[rules]]
+name = "always"
+matchers = ['alertname="Quiet"']
+action = "page"
+"""
+
+
+async def test_a_rule_that_never_classifies_never_asks_and_a_rule_action_wins(
+    make_stack: StackFactory, tmp_path: Path
+) -> None:
+    policy = tmp_path / "ruled.toml"
+    policy.write_text(POLICY + RULED)
+    s = make_stack(alerts_policy_file=policy, alerts_audit_file=tmp_path / "audit.jsonl")
+    s.router.policy = Policy.load(policy)
+    s.engine.verdicts["Quiet"] = (0.01, 0.95, "info")  # Watchdog has no verdict: asking it would fail
+    r = await s.fire(("Watchdog", "f1"), ("Quiet", "f2"))
+    assert r.json()["outcomes"] == {"drop": 1, "page": 1}
+    assert [p.alert.title for p in s.pages("db-pager")] == ["Quiet"]
+    assert "rule always: page" in s.pages("db-pager")[0].reason
+    (watchdog,) = [a for a in _audit(tmp_path / "audit.jsonl") if a["alert"] == "Watchdog"]
+    assert (watchdog["action"], watchdog["rules"], watchdog["classified"]) == ("drop", ["watchdog"], False)
+    assert "Watchdog" not in s.engine.asked and "Quiet" in s.engine.asked
+
+
+async def test_shadow_mode_pages_as_sent_and_records_what_it_would_have_done(
+    make_stack: StackFactory, tmp_path: Path
+) -> None:
+    audit = tmp_path / "audit.jsonl"
+    s = make_stack(alerts_mode="shadow", alerts_audit_file=audit, alerts_decision_budget_s=0.3)
+    s.engine.verdicts |= {"Pg": (0.9, 0.95, "error"), "Noise": (0.01, 0.95, "info")}
+    s.sinks["oncall-pager"].fail = 1  # the first page fails: the record is still written
+    r = await s.fire(("Pg", "f1"), ("Noise", "f2"))
+    assert r.status_code == 502
+    r = await s.fire(("Pg", "f1"), ("Noise", "f2"))  # the sender's retry completes the page only
+    assert r.json()["outcomes"] == {"duplicate": 2}
+    assert s.delivered() == {"oncall-pager": 2}  # every alert paged as sent, on the fallback route
+    assert {p.alert.title for p in s.pages("oncall-pager")} == {"Pg", "Noise"}
+    assert all(p.severity == "critical" and not p.classified for p in s.pages("oncall-pager"))
+    records = {r["alert"]: r for r in _audit(audit)}
+    assert len(_audit(audit)) == 2
+    assert records["Pg"]["would"]["action"] == "page" and records["Pg"]["would"]["route"] == "database"
+    assert records["Noise"]["would"]["action"] == "drop" and records["Noise"]["action"] == "page"
+    assert records["Noise"]["mode"] == "shadow" and records["Noise"]["p_page"] == pytest.approx(0.01)
+    # The service down: the page is as sent all the same, and the record says it was not classified.
+    s.engine.hold = asyncio.Event()
+    s.engine.verdicts["Held"] = (0.9, 0.95, "error")
+    await s.fire(("Held", "f3"))
+    held = _audit(audit)[-1]
+    assert (
+        held["action"] == "page"
+        and held["would"]["classified"] is False
+        and "0.3 s" in held["would"]["reason"]
+    )
+    assert not s.router._later  # shadow mode classifies nothing later: nothing it sent depends on it
+    s.engine.hold.set()
+    text = (await s.client.get("/metrics")).text
+    assert 'dgemma_alerts_decisions_total{action="drop",mode="shadow",route="database"} 1.0' in text
