@@ -45,17 +45,17 @@ COMMON_END = [
         200,
         400,
         "projected",
-        "measured on an H200: 196-235 s (torch.compile 104-119 s), CPU-bound; x1-2 on 8 vCPU. A "
-        "revision's later instances restore the first one's compile cache (0.8 s for 17.3 MB): 25.9 s "
-        "(docs/compile-cache-h200/)",
+        "measured on an H200: 196-239 s (torch.compile 104-127 s), CPU-bound; x1-2 on 8 vCPU. A "
+        "revision's later instances restore the first one's compile cache (0.8-1.3 s for 17.4 MB): "
+        "26 s; ready 81-87 s against 320-326 s cold (docs/compile-cache-h200/)",
     ),
     StartPhase(
         "warm-up decision, gateway ready",
         3,
         25,
         "projected",
-        "measured on an H200: the supervisor's warm-up decision 17.2 s with cold caches (vLLM "
-        "JIT-compiles three Triton kernels at the first read), 2.3 s restored; the gateway 1 s",
+        "measured on an H200: the supervisor's warm-up decision 17-19 s with cold caches (vLLM "
+        "JIT-compiles three Triton kernels at the first read), 2.3-5.8 s restored; the gateway 1 s",
     ),
 ]
 WEIGHTS: dict[WeightsMode, list[StartPhase]] = {

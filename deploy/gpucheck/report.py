@@ -62,8 +62,13 @@ def markdown(check: Check) -> str:
         + f". Serving profile: {h['serves_profile_of']}; gate profile: `{check.gate_profile}`.",
         "",
         "The kit started as the image starts it (`dgemma run`: the supervisor's GPU path, its fit and "
-        "flags, the gateway in front), first with empty compile caches (cold), then with the caches the "
-        "first start left (warm). **Random weights** in the layout `dgemma quantize` writes: figures of "
+        "flags, the gateway in front), first with empty compile caches (cold), then "
+        + (
+            "with the caches restored from the compile-cache store the first start saved to (restored)"
+            if check.starts and check.starts[-1].cache == "restored"
+            else "with the caches the first start left (warm)"
+        )
+        + ". **Random weights** in the layout `dgemma quantize` writes: figures of "
         "memory and speed, never of answers.",
         "",
     ]
