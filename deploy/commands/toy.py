@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument(
         "--time-limit", type=float, help="a safety net: stop and save after this many seconds (default 1740)"
     )
-    train.add_argument("--steps", type=int, help="the schedule's length in steps (default 4000)")
+    train.add_argument("--steps", type=int, help="the schedule's length in steps (default 1900)")
     data = actions.add_parser("data", help="a split of the synthetic alert task as eval JSONL (stdout)")
     data.add_argument("--split", choices=("train", "dev", "test"), default="test")
     data.add_argument("-n", type=int, default=300, help="how many alerts (default 300)")

@@ -21,9 +21,10 @@ TOY_MODEL = TOY_DIR.name
 DEV_MODELS = {"toy": TOY_MODEL, "random": TINY_MODEL}  # DGEMMA_DEV_MODEL -> the served name
 DESCRIPTIONS = {
     TOY_MODEL: (
-        "A toy for exercising the kit, not DiffusionGemma: DiffusionGemma's architecture at ~1M "
-        "parameters, trained on a synthetic alert-triage task (team, severity, page). Its answers "
-        "mean something on that task only."
+        "A toy for exercising the kit, not DiffusionGemma: DiffusionGemma's architecture at ~1.3M "
+        "parameters, trained on generated alerts as the kit's alert router asks about them (the default "
+        "policy's team, severity and page) and on a synthetic one-line alert task. Its answers mean "
+        "something on alert triage only, and its figures are the toy's."
     ),
     TINY_MODEL: (
         "Tiny random-weight DiffusionGemma for local development and tests "

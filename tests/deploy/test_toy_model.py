@@ -3,23 +3,28 @@ engine reads, and `dgemma eval` scores it through the gateway (debias order-inva
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import random
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from app.alerts.formats import parse
+from app.alerts.settings import DEFAULT_POLICY
 from app.gateway.decisions.calibration import scaled
 from app.gateway.decisions.calibration_file import Calibration
 from app.gateway.main import create_app
 from app.jev.wire import ReadPolicy
 from deploy.devstack.stack import TOY_MODEL
 from deploy.devstack.stack import toy_task as toy_task_module
-from deploy.models import TOY_DIR
+from deploy.models import SCRIPTS, TOY_DIR
 from deploy.runtime.settings import EngineSettings
 from devtools.stack import LocalStack, local_stack
 from tests.helpers.gateway import answer_probs, gateway_settings, serving
@@ -28,16 +33,34 @@ pytestmark = [pytest.mark.integration, pytest.mark.engine]
 ROOT = Path(__file__).resolve().parents[2]
 TOY_TEST = ROOT / "evals/data/toy-alerts-test.jsonl"
 toy_task = toy_task_module()
+# The README's SDK example (examples/alert_triage.py): a dict state, a choice and a score without
+# instructions.
+SDK_STATE = {"alert": "DiskUsageHigh", "host": "db-1", "value": "97%", "for": "15m"}
+
+
+def _alert_corpus() -> Any:
+    spec = importlib.util.spec_from_file_location("alert_corpus", SCRIPTS / "alert_corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    """`make dev` as a user gets it: the stack on the shipped toy model."""
+    """`make dev` as a user gets it: the stack on the shipped toy model (its router's audit file in
+    the test's directory, not the checkout's .cache/dev/)."""
+    root = tmp_path_factory.mktemp("toy")
     try:
-        with local_stack(tmp_path_factory.mktemp("toy") / "engine.log") as running:
+        with local_stack(root / "engine.log", DGEMMA_ALERTS_AUDIT_FILE=str(root / "audit.jsonl")) as running:
             yield running
     except RuntimeError as e:
         pytest.fail(str(e))
+
+
+def _audit(toy: LocalStack) -> list[dict[str, Any]]:
+    path = toy.engine_log.parent / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def _engine_python() -> str:
@@ -64,20 +87,51 @@ def test_retraining_a_few_steps_is_deterministic(tmp_path: Path) -> None:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
+def _engine_question(
+    kind: str, instructions: str | None, options: list[str], descriptions: list[str | None]
+) -> tuple[dict[str, Any], list[str]]:
+    """The question as the gateway sends it to vLLM, and the keys of its answer's probabilities."""
+    question: dict[str, Any] = {"type": kind}
+    if instructions is not None:
+        question["instructions"] = instructions
+    if kind == "choice":
+        question["criteria"] = dict(zip(options, descriptions, strict=True))
+        return question, options
+    if kind == "score":
+        question["criteria"] = options
+        return question, [str(i) for i in range(len(options))]
+    return question, ["yes", "no"]
+
+
 def test_the_training_forward_reads_what_the_engine_reads(toy: LocalStack, tmp_path: Path) -> None:
-    """The shipped weights through the training code, and through vLLM's native endpoint."""
+    """The shipped weights through the training code, and through vLLM's native endpoint: the toy
+    task's one-line states, the alert router's dict states with the default policy's questions (the
+    team choice with its descriptions, the long page question), and the README's SDK example."""
     assert toy.served_model == TOY_MODEL
     rng = random.Random(7)
-    reads = []
+    reads: list[tuple[Any, str, str | None, list[str], list[str | None]]] = []
     for alert in toy_task.alerts("test", 4):
         teams, levels = list(toy_task.TEAMS), list(toy_task.LEVELS)
         rng.shuffle(teams)
         rng.shuffle(levels)
         reads += [
-            (alert["state"], "choice", toy_task.INSTRUCTIONS["team"], teams),
-            (alert["state"], "score", toy_task.INSTRUCTIONS["severity"], levels),
-            (alert["state"], "noul", toy_task.INSTRUCTIONS["page"], ["yes", "no"]),
+            (alert["state"], "choice", toy_task.INSTRUCTIONS["team"], teams, [None] * 3),
+            (alert["state"], "score", toy_task.INSTRUCTIONS["severity"], levels, [None] * 3),
+            (alert["state"], "noul", toy_task.INSTRUCTIONS["page"], ["yes", "no"], [None, None]),
         ]
+    corpus = _alert_corpus()
+    policy = corpus.policy_questions(DEFAULT_POLICY)
+    for source in corpus.SOURCES:
+        state = corpus.examples("test", 1, source)[0]["state"]
+        reads += [
+            (state, q.kind, q.instructions, list(q.options), list(q.descriptions)) for q in policy.values()
+        ]
+    team = policy["team"]  # a re-read's order: the descriptions travel with their options
+    reads.append(
+        (state, "choice", team.instructions, list(team.options)[::-1], list(team.descriptions)[::-1])
+    )
+    for q in corpus.SDK_QUESTIONS.values():
+        reads.append((SDK_STATE, q.kind, q.instructions, list(q.options), list(q.descriptions)))
     spec = tmp_path / "reads.json"
     spec.write_text(json.dumps(reads))
     done = subprocess.run(
@@ -86,16 +140,9 @@ def test_the_training_forward_reads_what_the_engine_reads(toy: LocalStack, tmp_p
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     trained = json.loads(done.stdout.strip().splitlines()[-1])
-    for (state, kind, instructions, options), ours in zip(reads, trained, strict=True):
-        if kind == "choice":
-            question = {"type": "choice", "instructions": instructions, "criteria": dict.fromkeys(options)}
-            keys = options
-        elif kind == "score":
-            question = {"type": "score", "instructions": instructions, "criteria": options}
-            keys = [str(i) for i in range(len(options))]
-        else:
-            question = {"type": "noul", "instructions": instructions}
-            keys = ["yes", "no"]
+    assert len(trained) == len(reads)
+    for (state, kind, instructions, options, descriptions), ours in zip(reads, trained, strict=True):
+        question, keys = _engine_question(kind, instructions, options, descriptions)
         r = httpx.post(
             f"{toy.engine_url}/v1/systemone",
             json={"model": TOY_MODEL, "state": state, "questions": {"q": question}},
@@ -182,6 +229,86 @@ def test_the_toy_says_what_it_is(toy: LocalStack) -> None:
     models = httpx.get(f"{toy.url}/v1/models", headers={"Authorization": "Bearer any"}, timeout=30).json()
     first = models["models"][0]
     assert first["name"] == TOY_MODEL
-    assert (
-        "not DiffusionGemma" in first["description"] and "synthetic alert-triage task" in first["description"]
-    )
+    assert "not DiffusionGemma" in first["description"] and "the toy's" in first["description"]
+
+
+# -- the toy on the router's own inputs (what `make dev` shows a new user) ----------------------------
+
+ALERT_SETS = ROOT / "evals/alerts"
+
+
+def _alerts_eval(toy: LocalStack, data: Path, out: Path, *flags: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "alerts", "eval", str(data), "--gateway", toy.url,
+         "--out", str(out), *flags],
+        capture_output=True, text=True, timeout=1200, cwd=ROOT,
+        env={**os.environ, "DGEMMA_ALERTS_GATEWAY_API_KEY": "test"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    recall, team, noise = report["page_recall"], report["team_accuracy"], report["noise"]["value"]
+    print(f"{data.name} {' '.join(flags)}: page recall {recall}, team {team}, noise {noise}")
+    return report
+
+
+@pytest.mark.parametrize("flags", [(), ("--without-severity",)], ids=["as-sent", "without-severity"])
+def test_the_toy_routes_a_sample_of_the_public_alert_set(
+    toy: LocalStack, tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    """Every tenth alert built from awesome-prometheus-alerts (never trained on), end to end as
+    sent, and with the sender's severity removed (the model decides). The whole set's figures, which
+    the README states, take ~10 min a run here: `dgemma alerts eval` on the file, by hand. The
+    floors are the measured level, held; not the issue's targets (recall 0.9, team 0.8), not met."""
+    lines = (ALERT_SETS / "awesome-prometheus-alerts.jsonl").read_text().splitlines()[::10]
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text("\n".join(lines) + "\n")
+    report = _alerts_eval(toy, sample, tmp_path / "eval", *flags)
+    assert report["alerts"] == 60 and report["severity_labels_removed"] == (60 if flags else 0)
+    assert report["team_accuracy"]["value"] >= 0.7, report["team_accuracy"]  # 0.78 / 0.83 measured
+    if not flags:  # the floor: every source-critical alert pages
+        assert report["page_recall"]["value"] == 1.0, report["page_recall"]
+    assert report["actions"]["drop"] == 0
+
+
+def test_the_dev_router_routes_hand_written_alerts_and_records_each(toy: LocalStack) -> None:
+    """Realistic alerts written by hand, independently of the training generator, posted to the
+    router of `make dev` as their senders post them: every one leaves an audit record, and they
+    route sensibly."""
+    lines = [json.loads(line) for line in (ALERT_SETS / "handwritten.jsonl").read_text().splitlines()]
+    expected: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        url = f"{toy.alerts_url}/v1/alerts/{line['source']}"
+        r = httpx.post(url, json=line["payload"], timeout=120)
+        assert r.status_code == 200, r.text
+        alerts = parse(line["source"], line["payload"]).alerts
+        expected |= {a.key: e for a, e in zip(alerts, line["expected"], strict=True)}
+    records = {r["key"]: r for r in _audit(toy) if r["event"] == "decision" and r["key"] in expected}
+    assert set(records) == set(expected)  # no firing alert without a record
+    pages = [k for k, e in expected.items() if e["page"]]
+    paged = [k for k in pages if records[k]["action"] == "page"]
+    teams = sum(records[k]["team"] == e["team"] for k, e in expected.items())
+    print(f"hand-written: {len(paged)}/{len(pages)} pages, team {teams}/{len(expected)}, actions "
+          f"{sorted(r['action'] for r in records.values())}")  # fmt: skip
+    assert len(paged) / len(pages) >= 0.9
+    assert teams / len(expected) >= 0.8
+    assert all(r["action"] != "drop" for r in records.values())  # the default policy never drops
+
+
+def test_the_readme_examples_route_sensibly(toy: LocalStack) -> None:
+    """The README's SDK example (the old toy said "team network"), and the shipped sample deliveries.
+    Its p(page) (0.28 when measured) is printed, not held: paging it from its text is not learnt yet."""
+    sdk = {"page": {"type": "noul", "instructions": "Should on-call be paged now?"},
+           "team": {"type": "choice", "criteria": {"database": None, "network": None, "app": None}},
+           "severity": {"type": "score", "criteria": ["low", "medium", "high"]}}  # fmt: skip
+    r = httpx.post(f"{toy.url}/v1/systemone", json={"model": TOY_MODEL, "state": SDK_STATE, "questions": sdk},
+                   headers={"authorization": "Bearer test"}, timeout=120)  # fmt: skip
+    answers = r.json()["answers"]
+    print(f"README example: p(page) {answers['page']['noul']:.2f}, team {answers['team']['choice']}")
+    assert answers["team"]["choice"] == "database", answers
+    sample = json.loads((ROOT / "tests/data/alerts/alertmanager_firing.json").read_text())
+    assert httpx.post(f"{toy.alerts_url}/v1/alerts/alertmanager", json=sample, timeout=120).status_code == 200
+    db1, db2 = (a for a in parse("alertmanager", sample).alerts)
+    records = {r["key"]: r for r in _audit(toy) if r["event"] == "decision"}
+    assert records[db1.key]["team"] == "database" and records[db2.key]["team"] == "database"
+    assert records[db1.key]["action"] == "page"  # critical at the source: paged
+    assert records[db2.key]["action"] in ("page", "ticket")  # a warning: never dropped

@@ -2,7 +2,10 @@
 engine's python): the other side of the parity test against the real engine.
 
 toy_reads MODEL_DIR READS_JSON
-    READS_JSON: [[state, kind, instructions, options], ...]; prints [[p per label], ...] as JSON.
+    READS_JSON: [[state, kind, instructions, options, descriptions], ...], where a state is text or
+    JSON (an object, as the alert router sends), instructions may be null (no "Question:" line) and
+    descriptions (one per option, null for none; may be left out) are a choice's criteria; prints
+    [[p per label], ...] as JSON.
 """
 
 from __future__ import annotations

@@ -1,21 +1,33 @@
-"""Train the toy DiffusionGemma on the synthetic alert task, exactly as vLLM reads it.
+"""Train the toy DiffusionGemma on alert triage, exactly as vLLM reads it.
 
 Usage (with the engine venv's python, which has torch and transformers):
-    python deploy/models/scripts/train_toy.py OUT_DIR [--steps 4000] [--time-limit 1740] [--threads 2]
+    python deploy/models/scripts/train_toy.py OUT_DIR [--steps STEPS] [--time-limit 1740] [--threads 2]
 
-OUT_DIR gets a servable checkpoint: tokenizer (byte-level BPE trained on the task's text, so reads
-are ~3x shorter than in bytes), config, bf16 weights (the decoder copy, as tiny_model.py saves
-them), train_log.json (loss and accuracy per question, dev accuracy, timings, weight hash),
-README.md and manifest.json (the kit's checkpoint manifest, deploy/runtime/weights.py, which `dgemma dev`
-verifies it against). The same arguments and thread count give the same weights (MKL is kept to one
-thread for that).
+Two tasks, mixed in every stretch of the schedule:
+  * the kit's real inputs (alert_corpus.py): the states the alert router builds from Alertmanager,
+    Grafana and Cloud Monitoring payloads, asked the default policy's three questions (read from
+    app/alerts/default_policy.toml at training time: the long page question, the team choice with
+    the teams' descriptions as criteria, the four severity levels), and SDK-style dict and string
+    states asked the README example's questions;
+  * the synthetic one-line task of toy_task.py (team / severity / page), which the shipped eval split
+    (evals/data/toy-alerts-test.jsonl), `dgemma eval` and `dgemma calibrate` are measured on.
+
+OUT_DIR gets a servable checkpoint: tokenizer (byte-level BPE trained on both tasks' reads, so reads
+are ~4x shorter than in bytes), config, bf16 weights (the decoder copy, as tiny_model.py saves
+them), train_log.json (loss and accuracy per read kind, dev accuracy per question of each task,
+timings, weight hash), README.md and manifest.json (the kit's checkpoint manifest,
+deploy/runtime/weights.py, which `dgemma dev` verifies it against). The same arguments and thread
+count give the same weights (MKL is kept to one thread for that).
 
 Each example is one per-question read rendered as vLLM 0.32's DiffusionGemmaCanvasStrategy does:
-user turn `state + "\\n\\n" + question prompt` through the chat template, then the thought block;
-canvas `[sha256 noise id, <turn|>, pad x 14]`. One batched pass over `[prompt | canvas]` with a
-4D mask (prompt causal, canvas bidirectional over prompt and canvas, canvas embeddings through
-self-conditioning with a zero signal) equals the engine's one read-only denoising step. The loss
-is cross-entropy over the vocabulary at canvas slot 0 against the right label's token.
+the state as text (a string as it is, anything else `json.dumps(state, ensure_ascii=False)`, as the
+gateway and vLLM's `state_text` both write it), user turn `state + "\\n\\n" + question prompt`
+(QuestionType.prompt: "Question: ..." when there are instructions, "A: name - description" option
+lines) through the chat template, then the thought block; canvas `[sha256 noise id, <turn|>,
+pad x 14]`. One batched pass over `[prompt | canvas]` with a 4D mask (prompt causal, canvas
+bidirectional over prompt and canvas, canvas embeddings through self-conditioning with a zero
+signal) equals the engine's one read-only denoising step. The loss is cross-entropy over the
+vocabulary at canvas slot 0 against the right label's token.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ import random
 import string
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,28 +50,52 @@ from typing import Any
 # One MKL thread made 60 of 60 processes agree, at no measurable cost (wall ratio 0.99 on 60 steps).
 os.environ["MKL_NUM_THREADS"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import alert_corpus
 import tiny_model
 import toy_task
 
 THOUGHT = "<|channel>thought\n<channel|>"
 CANVAS = 16
 NAME = "dgemma-toy-alerts"
+# A full run's defaults, measured on 2 cores (--threads 2): reads average ~170 tokens (the router's
+# states with the policy's questions ~236, SDK-style ~118, the toy task's ~69; ~4 % padding), ~0.84 s
+# a step of 32 reads, so 1,900 steps train in ~27 min (~1,600 s; the dev scoring adds ~30 s): inside
+# the 30-minute budget, before the --time-limit safety net. Why 32 x 1,900 and not 16 x 3,600 (the
+# same time): the team question was learnt at ~40k reads of batches of 32 and not at ~28k of 16
+# (exploratory runs of this script on a GPU, cut at 290 s: dev team 0.95 against 0.65).
+STEPS = 1900
+BATCH = 32
+VOCAB = 2048  # reads 12 % shorter than at 1,024; 4,096 would take 5 % more off (logits: one slot)
+TOY_SHARE = 0.25  # reads of the one-line toy task; the rest are the realistic corpus's
+# Realistic reads in the gateway's other option orders once the curriculum is over: the router
+# asks in the policy's order, adaptive re-reads (uncertain answers) and debias in others.
+REORDERED = 0.15
 
 
-def question_text(kind: str, instructions: str, options: list[str]) -> tuple[str, list[str]]:
-    """vLLM's question prompt for options without descriptions, and each option's label."""
-    lines = [f"Question: {instructions}"]
+def state_text(state: Any) -> str:
+    """The state as the model reads it: vLLM's `state_text` (the gateway renders the same)."""
+    return state if isinstance(state, str) else json.dumps(state, ensure_ascii=False)
+
+
+def question_text(
+    kind: str, instructions: str | None, options: list[str], descriptions: list[str | None] | None = None
+) -> tuple[str, list[str]]:
+    """vLLM's question prompt (question_types.py, QuestionType.prompt), and each option's label."""
+    descriptions = descriptions or [None] * len(options)
+    lines = [f"Question: {instructions}"] if instructions else []
+    pairs = zip(options, descriptions, strict=True)
     if kind == "choice":
         labels = list(string.ascii_uppercase[: len(options)])
-        lines += [f"{label}: {o}" for label, o in zip(labels, options, strict=True)]
+        lines += [f"{lb}: {o} - {d}" if d else f"{lb}: {o}" for lb, (o, d) in zip(labels, pairs, strict=True)]
         lines.append("Answer with the letter of one option only.")
     elif kind == "noul":
         labels = ["yes", "no"]
-        lines += labels  # a side without a description shows its label
+        # A side without a description still shows its label.
+        lines += [f"{lb}: {d}" if d else lb for lb, (_, d) in zip(labels, pairs, strict=True)]
         lines.append("Answer with yes or no only.")
-    else:
+    else:  # a score's levels are names only (ScoreQuestion.parse_options)
         labels = list(string.digits[: len(options)])
-        lines += [f"{label}: {o}" for label, o in zip(labels, options, strict=True)]
+        lines += [f"{lb}: {o}" for lb, o in zip(labels, options, strict=True)]
         lines.append("Answer with the number of one level only.")
     return "\n".join(lines), labels
 
@@ -82,11 +119,18 @@ class Renderer:
             self.labels[label] = ids[0]
         return self.labels[label]
 
-    def read(self, state: str, kind: str, instructions: str, options: list[str]):
+    def read(
+        self,
+        state: Any,
+        kind: str,
+        instructions: str | None,
+        options: list[str],
+        descriptions: list[str | None] | None = None,
+    ):
         """(prompt ids with the thought block, canvas ids, label ids in option order)."""
-        qtext, labels = question_text(kind, instructions, options)
+        qtext, labels = question_text(kind, instructions, options, descriptions)
         ids = self.tok.apply_chat_template(
-            [{"role": "user", "content": f"{state}\n\n{qtext}"}],
+            [{"role": "user", "content": f"{state_text(state)}\n\n{qtext}"}],
             add_generation_prompt=True, tokenize=True, return_dict=False, enable_thinking=False,
         )  # fmt: skip
         ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
@@ -167,20 +211,43 @@ def read_logits(model, prompts: list[list[int]], canvases: list[list[int]]):
     return torch.tanh(logits / cap) * cap
 
 
-def corpus(renderer_text, seed: int, n: int) -> list[str]:
+Read = tuple[Any, str, "str | None", list[str], "list[str | None] | None", int, str]
+
+
+def mixed_stream(
+    seed: int, policy: dict[str, Any], toy_share: float, progress: Callable[[], float]
+) -> Iterator[Read]:
+    """Endless reads (state, kind, instructions, options, descriptions, right index, tag): the toy
+    task's a `toy_share` of the time, else the realistic corpus's. `progress()` is the share of the
+    curriculum done (0 to 1): over it, the toy task's canonical-order share fades out (see
+    toy_task.train_stream) and the realistic reads' other option orders fade in."""
+    toy = toy_task.train_stream(seed, lambda: max(0.0, 1.0 - progress()))
+    real = alert_corpus.train_stream(seed, policy, lambda: REORDERED * min(1.0, progress()))
+    rng = random.Random(f"toy-mix:{seed}")
+    while True:
+        if rng.random() < toy_share:
+            state, kind, instructions, options, answer, shuffled = next(toy)
+            yield state, kind, instructions, options, None, answer, f"toy:{kind}{'*' if shuffled else ''}"
+        else:
+            yield next(real)
+
+
+def corpus(seed: int, n: int, policy: dict[str, Any], toy_share: float) -> list[str]:
     """Rendered user turns (plus the chat template's words) to train the tokenizer on."""
-    stream = toy_task.train_stream(seed)
+    stream = mixed_stream(seed, policy, toy_share, lambda: 0.5)
     out = []
     for _ in range(n):
-        state, kind, instructions, options, *_ = next(stream)
-        out.append(f"{state}\n\n{renderer_text(kind, instructions, options)[0]}\nuser\nmodel\nthought")
+        state, kind, instructions, options, descriptions, *_ = next(stream)
+        qtext = question_text(kind, instructions, options, descriptions)[0]
+        out.append(f"{state_text(state)}\n\n{qtext}\nuser\nmodel\nthought")
     return out
 
 
-def build_init(out: Path, args: argparse.Namespace) -> None:
-    """A random-weight model of the toy's size with the task's tokenizer, in `out`."""
+def build_init(out: Path, args: argparse.Namespace, policy: dict[str, Any]) -> None:
+    """A random-weight model of the toy's size with the tasks' tokenizer, in `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    ids = tiny_model.write_tokenizer(out, args.vocab, corpus(question_text, args.seed + 1, 4000))
+    texts = corpus(args.seed + 1, args.tokenizer_texts, policy, args.toy_share)
+    ids = tiny_model.write_tokenizer(out, args.vocab, texts)
     tiny_model.check_tokenizer(out)
     shape = argparse.Namespace(
         seed=args.seed, vocab=args.vocab, hidden=args.hidden, intermediate=args.hidden * 2,
@@ -190,37 +257,77 @@ def build_init(out: Path, args: argparse.Namespace) -> None:
     tiny_model.write_model(out, ids, shape)
 
 
-def dev_accuracy(model, renderer: Renderer, n: int) -> dict[str, dict[str, float]]:
-    """Accuracy per question on the dev split, options in canonical and reversed order."""
+def batches(stream: Iterator[Read], renderer: Renderer, size: int, pool: int, seed: int) -> Iterator[list]:
+    """Batches of rendered reads of similar length: `pool` batches' worth drawn, sorted by length,
+    cut, and given out in a seeded order. A batch costs its longest read times its size, and the
+    reads run from ~60 tokens (the toy task) to ~400 (a Cloud Monitoring incident)."""
+    rng = random.Random(f"toy-batches:{seed}")
+    while True:
+        items = []
+        for _ in range(size * pool):
+            state, kind, instructions, options, descriptions, answer, tag = next(stream)
+            prompt, canvas, labels = renderer.read(state, kind, instructions, options, descriptions)
+            items.append((prompt, canvas, labels[answer], tag))
+        items.sort(key=lambda item: len(item[0]))  # stable: ties keep the stream's order
+        cut = [items[i : i + size] for i in range(0, len(items), size)]
+        rng.shuffle(cut)
+        yield from cut
+
+
+def _score(model, renderer: Renderer, reads: list[tuple], batch: int = 32) -> float:
+    """Accuracy of (state, kind, instructions, options, descriptions, right index) reads."""
     import torch
 
-    result: dict[str, dict[str, float]] = {}
+    rendered = [(renderer.read(*r[:5]), r[5]) for r in reads]
+    rendered.sort(key=lambda item: len(item[0][0]))  # similar lengths share a batch
+    right = 0
+    for start in range(0, len(rendered), batch):
+        chunk = rendered[start : start + batch]
+        with torch.no_grad():
+            logits = read_logits(model, [r[0][0] for r in chunk], [r[0][1] for r in chunk])
+        for ((_p, _c, labels), answer), logit in zip(chunk, logits, strict=True):
+            right += int(int(logit[labels].argmax()) == answer)
+    return round(right / len(reads), 4)
+
+
+def dev_accuracy(model, renderer: Renderer, n: int, policy: dict[str, Any]) -> dict[str, Any]:
+    """Accuracy per question on each dev split: the toy task (canonical and reversed options), the
+    router's states with the default policy's questions (the policy's order, and reversed: what an
+    adaptive re-read sends), SDK-style states with the README example's questions."""
+    result: dict[str, Any] = {"toy": {}, "policy": {}, "sdk": {}}
     items = toy_task.alerts("dev", n)
     for name in toy_task.INSTRUCTIONS:
-        result[name] = {}
         for order in ("canonical", "reversed"):
             if name == "page" and order == "reversed":
                 continue
-            right = 0
-            for start in range(0, n, 32):
-                batch = items[start : start + 32]
-                reads, answers = [], []
-                for alert in batch:
-                    if name == "page":
-                        kind, options, answer = "noul", ["yes", "no"], "yes" if alert["page"] else "no"
-                    else:
-                        kind = "choice" if name == "team" else "score"
-                        options = list(toy_task.TEAMS if name == "team" else toy_task.LEVELS)
-                        answer = alert[name]
-                    if order == "reversed":
-                        options.reverse()
-                    reads.append(renderer.read(alert["state"], kind, toy_task.INSTRUCTIONS[name], options))
-                    answers.append(options.index(answer))
-                with torch.no_grad():
-                    logits = read_logits(model, [r[0] for r in reads], [r[1] for r in reads])
-                for (_p, _c, labels), logit, answer in zip(reads, logits, answers, strict=True):
-                    right += int(int(logit[labels].argmax()) == answer)
-            result[name][order] = round(right / n, 4)
+            reads = []
+            for alert in items:
+                if name == "page":
+                    kind, options, answer = "noul", ["yes", "no"], "yes" if alert["page"] else "no"
+                else:
+                    kind = "choice" if name == "team" else "score"
+                    options = list(toy_task.TEAMS if name == "team" else toy_task.LEVELS)
+                    answer = alert[name]
+                if order == "reversed":
+                    options.reverse()
+                reads.append(
+                    (alert["state"], kind, toy_task.INSTRUCTIONS[name], options, None, options.index(answer))
+                )
+            result["toy"].setdefault(name, {})[order] = _score(model, renderer, reads)
+    for task, questions, examples in (
+        ("policy", policy, [(e["state"], e) for e in alert_corpus.examples("dev", n)]),
+        ("sdk", alert_corpus.SDK_QUESTIONS, [(e["state"], e) for e in alert_corpus.sdk_examples("dev", n)]),
+    ):
+        for name, q in questions.items():
+            for order in ("canonical", "reversed"):
+                if order == "reversed" and (name == "page" or task == "sdk"):
+                    continue
+                perm = tuple(range(len(q.options)))[:: 1 if order == "canonical" else -1]
+                reads = [
+                    alert_corpus.read_of(state, q, alert_corpus.answer_index(q, name, answers), perm, "")[:6]
+                    for state, answers in examples
+                ]
+                result[task].setdefault(name, {})[order] = _score(model, renderer, reads)
     return result
 
 
@@ -252,17 +359,17 @@ def write_manifest(out: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--steps", type=int, default=4000, help="the cosine schedule's length")
+    parser.add_argument("--steps", type=int, default=STEPS, help="the cosine schedule's length")
     parser.add_argument(
         "--time-limit", type=float, default=1740.0,
         help="a safety net: stop (and save) after this many seconds; a run it stops is not reproducible",
     )  # fmt: skip
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=BATCH)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--vocab", type=int, default=512)
+    parser.add_argument("--vocab", type=int, default=VOCAB)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--heads", type=int, default=4)
@@ -278,7 +385,17 @@ def main() -> None:
         default=0.3,
         help="share of the schedule over which canonical-order examples fade from all to none",
     )
-    parser.add_argument("--dev", type=int, default=300, help="dev alerts scored at the end (0: none)")
+    parser.add_argument("--toy-share", type=float, default=TOY_SHARE, help="share of reads from toy_task.py")
+    parser.add_argument(
+        "--policy", type=Path, default=alert_corpus.POLICY, help="the policy whose questions are trained"
+    )
+    parser.add_argument(
+        "--tokenizer-texts", type=int, default=6000, help="rendered reads the tokenizer is trained on"
+    )
+    parser.add_argument("--pool", type=int, default=32, help="batches drawn at once and sorted by length")
+    parser.add_argument(
+        "--dev", type=int, default=300, help="dev alerts scored at the end, per task (0: none)"
+    )
     parser.add_argument("--log-every", type=int, default=50)
     args = parser.parse_args()
 
@@ -289,7 +406,8 @@ def main() -> None:
     torch.manual_seed(args.seed)
     torch.use_deterministic_algorithms(True)
     out: Path = args.out_dir
-    build_init(out, args)
+    policy = alert_corpus.policy_questions(args.policy)
+    build_init(out, args, policy)
     tokenizer = AutoTokenizer.from_pretrained(str(out))
     renderer = Renderer(tokenizer, args.vocab)
     model = load_model(out)
@@ -308,21 +426,22 @@ def main() -> None:
     )
     step = 0
     fade = max(1.0, args.curriculum * args.steps)
-    stream = toy_task.train_stream(args.seed, lambda: max(0.0, 1.0 - step / fade))
+    stream = mixed_stream(args.seed, policy, args.toy_share, lambda: step / fade)
+    feed = batches(stream, renderer, args.batch, args.pool, args.seed)
     log: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "steps": []}
     log["parameters"] = sum(p.numel() for p in model.model.decoder.parameters())
     started = time.monotonic()
     totals: dict[str, list[float]] = {}
-    prompt_tokens = 0
+    tokens: dict[str, list[int]] = {}
+    padded = 0
     for step in range(1, args.steps + 1):
-        reads, targets, kinds = [], [], []
-        for _ in range(args.batch):
-            state, kind, instructions, options, answer, shuffled = next(stream)
-            prompt, canvas, labels = renderer.read(state, kind, instructions, options)
-            reads.append((prompt, canvas))
-            targets.append(labels[answer])
-            kinds.append(f"{kind}{'*' if shuffled else ''}")
-            prompt_tokens += len(prompt)
+        batch = next(feed)
+        reads = [(prompt, canvas) for prompt, canvas, _, _ in batch]
+        targets = [target for _, _, target, _ in batch]
+        tags = [tag for *_, tag in batch]
+        for (prompt, _), tag in zip(reads, tags, strict=True):
+            tokens.setdefault(tag.split(":")[0], []).append(len(prompt))
+        padded += max(len(p) for p, _ in reads) * len(reads)
         logits = read_logits(model, [r[0] for r in reads], [r[1] for r in reads])
         target = torch.tensor(targets)
         losses = torch.nn.functional.cross_entropy(logits, target, reduction="none")
@@ -333,14 +452,18 @@ def main() -> None:
         opt.step()
         sched.step()
         right = (logits.argmax(-1) == target).tolist()
-        for kind, item_loss, ok in zip(kinds, losses.tolist(), right, strict=True):
-            totals.setdefault(kind, []).extend([item_loss, float(ok)])
+        for tag, item_loss, ok in zip(tags, losses.tolist(), right, strict=True):
+            totals.setdefault(tag, []).extend([item_loss, float(ok)])
         elapsed = time.monotonic() - started
         if step % args.log_every == 0:
             row: dict[str, Any] = {"step": step, "seconds": round(elapsed, 1)}
-            for kind, vals in sorted(totals.items()):
-                row[kind] = {"loss": round(sum(vals[0::2]) / len(vals[0::2]), 4),
-                             "acc": round(sum(vals[1::2]) / len(vals[1::2]), 4)}  # fmt: skip
+            for tag, vals in sorted(totals.items()):
+                n = len(vals) // 2
+                row[tag] = {
+                    "loss": round(sum(vals[0::2]) / n, 4),
+                    "acc": round(sum(vals[1::2]) / n, 4),
+                    "n": n,
+                }
             log["steps"].append(row)
             accs = " ".join(f"{k} {v['acc']:.2f}" for k, v in row.items() if isinstance(v, dict))
             print(f"step {step}/{args.steps} {elapsed:.0f}s  train acc (* shuffled): {accs}", flush=True)
@@ -351,20 +474,31 @@ def main() -> None:
             break
     log["steps_done"] = step
     log["train_seconds"] = round(time.monotonic() - started, 1)
-    log["mean_prompt_tokens"] = round(prompt_tokens / (step * args.batch), 1)
+    every = [n for lengths in tokens.values() for n in lengths]
+    log["mean_prompt_tokens"] = round(sum(every) / len(every), 1)
+    log["mean_prompt_tokens_by_task"] = {
+        task: round(sum(v) / len(v), 1) for task, v in sorted(tokens.items())
+    }
+    log["padding_overhead"] = round(padded / sum(every) - 1, 3)  # computed beyond the reads' own tokens
     log["threads"] = args.threads
     model.eval()
     if args.dev:
-        log["dev_accuracy"] = dev_accuracy(model, renderer, args.dev)
-        print(f"dev accuracy ({args.dev} alerts): {json.dumps(log['dev_accuracy'])}", flush=True)
+        dev_started = time.monotonic()
+        log["dev_accuracy"] = dev_accuracy(model, renderer, args.dev, policy)
+        log["dev_seconds"] = round(time.monotonic() - dev_started, 1)
+        for task, accs in log["dev_accuracy"].items():
+            print(f"dev accuracy, {task} ({args.dev} alerts): {json.dumps(accs)}", flush=True)
     log["weights_sha256"] = save(model, out)
     (out / "train_log.json").write_text(json.dumps(log, indent=1) + "\n")
     (out / "README.md").write_text(
         f"# {NAME}: a toy model for exercising the kit, not DiffusionGemma\n\n"
         "DiffusionGemma's architecture at toy size (~1M parameters), trained by\n"
-        "deploy/models/scripts/train_toy.py on the synthetic alert-triage task of\n"
-        "deploy/models/scripts/toy_task.py (team, severity, page). Its answers mean something on that\n"
-        "task only. Training log: train_log.json.\n"
+        "deploy/models/scripts/train_toy.py on alert triage: the synthetic alert-triage task of\n"
+        "deploy/models/scripts/toy_task.py (team, severity, page), and the kit's own inputs from\n"
+        "deploy/models/scripts/alert_corpus.py (the alert router's states from Alertmanager, Grafana\n"
+        "and Cloud Monitoring payloads, asked the default policy's questions; SDK-style states asked\n"
+        "the README example's). Its answers mean something on those synthetic alerts only.\n"
+        "Training log: train_log.json.\n"
     )
     write_manifest(out)
     print(json.dumps({k: log[k] for k in ("parameters", "steps_done", "train_seconds", "weights_sha256")}))

@@ -1,0 +1,3216 @@
+"""Realistic alerts, as the kit's alert router sends them to the model, with their right answers.
+
+Standard library only: the training script (engine python) imports it by path, the kit's tests
+load it as deploy/devstack/stack.py loads toy_task.py.
+
+An alert is drawn from one of 56 kinds (hosts, Kubernetes, databases, caches, queues, DNS, TLS,
+load balancers, network, application SLOs), each with its own names (rendered CamelCase,
+snake_case or as a sentence, as each sender's users write them), value scale, summaries and
+descriptions; label sets vary by subject and never name a team. It is rendered as a real sender's
+payload for each source the router reads (Alertmanager webhook v4, Grafana webhook, Cloud
+Monitoring incident: the shapes of tests/data/alerts/ and app/alerts/formats.py), and with it the
+`state` that `Alert.state()` builds from that payload (app/alerts/records.py, and formats.py's
+merging of Cloud Monitoring's labels, its policy severity among them), so that training needs no
+kit import; the kit's test (tests/deploy/test_alert_corpus.py) checks the two agree. Also plain
+dict and string states like the README's SDK example.
+
+The right answers, in the default policy's terms (app/alerts/default_policy.toml):
+  team     : database / network / application, the owner of the system the alert is about (for
+             hosts, pods and jobs: the role of the host or workload, e.g. disk on db-1: database);
+  severity : info / warning / error / critical, decided by the value (disk 97 % vs 82 %, 5xx 35 %
+             vs 1.5 %, lag 900 s vs 20 s) or the state (certificate expired vs expires in 20 days,
+             0 of 3 replicas vs 2 of 3);
+  page     : `needs_page(severity)`: true iff critical, i.e. user-facing impact, data loss, or a
+             failure that will spread before working hours: a human is needed now.
+
+A share of alerts (AMBIGUOUS) sits at the boundary between two adjacent levels of its scale, with
+no severity label, and its level is drawn between the two: as in toy_task.py, no model can always
+be right on those, and 0.5 is the right probability for them.
+
+Everything is drawn from a seeded random.Random: a seed gives the same alerts on any machine.
+Splits use different seeds (train 0, dev 1, test 2); the kinds and phrasings are shared, so
+held-out alerts are new combinations of known phrasings and values, not new phrasings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import random
+import string
+import tomllib
+import urllib.parse
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+TEAMS = ("database", "network", "application")  # the default policy's teams, in its order
+LEVELS = ("info", "warning", "error", "critical")  # the default policy's severity levels
+SOURCES = ("alertmanager", "grafana", "cloud-monitoring")
+SPLIT_SEEDS = {"train": 0, "dev": 1, "test": 2}
+AMBIGUOUS = 0.08  # alerts valued at a boundary between two levels, their level drawn between them
+POLICY = Path(__file__).resolve().parents[3] / "app" / "alerts" / "default_policy.toml"
+
+# The README's SDK example (examples/alert_triage.py): its questions and their answer scale.
+SDK_TEAMS = ("database", "network", "app")
+SDK_LEVELS = ("low", "medium", "high")
+SDK_PAGE = "Should on-call be paged now?"
+# Warnings are "low" like toy_task's "minor, no user impact"; errors its "degraded, some users".
+TO_SDK_LEVEL = {"info": "low", "warning": "low", "error": "medium", "critical": "high"}
+
+
+def needs_page(severity: str) -> bool:
+    """The page answer: a human is needed now exactly when the alert is critical (the default
+    policy's `page_severity`)."""
+    return severity == "critical"
+
+
+# -- small helpers -------------------------------------------------------------------------------
+
+
+def _hex(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice("0123456789abcdef") for _ in range(n))
+
+
+def _alnum(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(n))
+
+
+def _num(v: float, digits: int = 1) -> str:
+    """A number as people write it: no trailing .0."""
+    text = f"{v:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _pct(rng: random.Random, v: float) -> str:
+    return f"{v:.0f}%" if rng.random() < 0.5 and v >= 10 else f"{_num(v, 1 if v >= 1 else 2)}%"
+
+
+def _secs(rng: random.Random, v: float) -> str:
+    """A duration in seconds as monitoring tools show it: 912s, 15m12s, 2h 3m."""
+    s = round(v)
+    if v < 10:
+        return f"{_num(v, 2 if v < 1 else 1)}s"
+    if s < 120 or rng.random() < 0.4:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60}s" if rng.random() < 0.5 else f"{s // 60}m"
+    return f"{s // 3600}h{(s % 3600) // 60}m" if rng.random() < 0.5 else f"{_num(s / 3600)}h"
+
+
+def _ms(rng: random.Random, v: float) -> str:
+    """A latency given in seconds, shown in ms or s."""
+    return f"{round(v * 1000)}ms" if v < 1 or rng.random() < 0.4 else f"{_num(v, 2)}s"
+
+
+def _count(rng: random.Random, v: float) -> str:
+    n = round(v)
+    if n >= 10_000 and rng.random() < 0.4:
+        return f"{_num(n / 1000)}k" if n < 1_000_000 else f"{_num(n / 1_000_000)}M"
+    return f"{n:,}" if rng.random() < 0.5 else str(n)
+
+
+def _rate(rng: random.Random, v: float) -> str:
+    return f"{_num(v)}/min" if rng.random() < 0.6 else f"{_num(v)} per minute"
+
+
+def _dur(rng: random.Random) -> str:
+    return rng.choice(["5m", "10m", "15m", "15m", "30m", "1h", "2m", "20m"])
+
+
+def _fill(template: str, fields: dict[str, Any]) -> str:
+    return template.format_map(fields)
+
+
+# -- names: one kind's words, in each sender's habits --------------------------------------------
+
+
+def _is_acronym(word: str) -> bool:
+    return any(c.isupper() for c in word[1:]) or word.isupper()
+
+
+def camel(words: list[str]) -> str:
+    return "".join(w[:1].upper() + w[1:] for w in words)
+
+
+def snake(words: list[str]) -> str:
+    return "_".join(w.lower().replace("/", "_") for w in words)
+
+
+def sentence(words: list[str]) -> str:
+    rest = [w if _is_acronym(w) else w.lower() for w in words[1:]]
+    return " ".join([words[0][:1].upper() + words[0][1:], *rest])
+
+
+def alert_name(rng: random.Random, words: list[str], source: str) -> str:
+    """Prometheus names are identifiers (CamelCase mostly, snake_case in some shops); Grafana and
+    Cloud Monitoring names are free text as often as not."""
+    words = [w for w in words if w]
+    r = rng.random()
+    if source == "alertmanager":
+        return camel(words).replace("/", "") if r < 0.7 else snake(words)
+    if source == "grafana":
+        return sentence(words) if r < 0.55 else camel(words).replace("/", "") if r < 0.9 else snake(words)
+    return sentence(words) if r < 0.75 else camel(words).replace("/", "")
+
+
+# -- the things alerts are about ----------------------------------------------------------------
+
+SERVICES = [
+    "checkout",
+    "payments",
+    "search",
+    "billing",
+    "auth",
+    "inventory",
+    "profile",
+    "feed",
+    "catalog",
+    "orders",
+    "notifications",
+    "shipping",
+    "recommendations",
+    "cart",
+    "pricing",
+    "ledger",
+    "reporting",
+    "media",
+    "accounts",
+    "booking",
+    "invoicing",
+    "loyalty",
+]
+SVC_SUFFIX = ["", "", "", "-api", "-service", "-svc", "-web", "-backend", "-worker"]
+REGIONS = [
+    "us-east1",
+    "us-central1",
+    "europe-west1",
+    "europe-west4",
+    "eu-west-1",
+    "us-west-2",
+    "asia-southeast1",
+    "ap-south-1",
+    "eu-central-1",
+]
+CLUSTERS = [
+    "prod-eu1",
+    "gke-prod-1",
+    "k8s-main",
+    "eks-prod-2",
+    "prod-us-east",
+    "aks-weu-prod",
+    "shop-prod",
+    "platform-prd",
+]
+ENVS = ["prod", "production", "prd", "live"]
+PROJECTS = ["acme-prod", "shop-prod-4821", "payments-live", "example-project", "core-infra-prd"]
+DOMAINS = ["example.com", "shop.example.com", "acme.io", "example.net", "internal.example.org"]
+HOST_PREFIX = {
+    "database": [
+        "db",
+        "pg",
+        "pg-main",
+        "pg-replica",
+        "postgres",
+        "mysql",
+        "mariadb",
+        "mongo",
+        "redis",
+        "cassandra",
+        "es-data",
+        "clickhouse",
+        "orders-db",
+        "users-db",
+        "billing-db",
+    ],
+    "network": [
+        "lb",
+        "haproxy",
+        "nginx-edge",
+        "envoy",
+        "edge-rtr",
+        "core-sw",
+        "vpn-gw",
+        "dns",
+        "fw",
+        "proxy",
+        "ingress",
+    ],
+    "application": [
+        "web",
+        "api",
+        "app",
+        "worker",
+        "batch",
+        "checkout",
+        "search",
+        "frontend",
+        "jobs",
+        "payments-app",
+        "cart-web",
+    ],
+}
+ROLE_ALIAS = {
+    "database": ["db", "database", "postgres", "mysql", "datastore"],
+    "network": ["lb", "proxy", "edge", "router", "dns"],
+    "application": ["web", "api", "app", "worker", "backend"],
+}
+ENGINES: dict[str, dict[str, Any]] = {
+    "postgres": {
+        "names": ["Postgres", "PostgreSQL", "Postgresql", "PG"],
+        "port": 5432,
+        "exporter": 9187,
+        "jobs": ["postgres-exporter", "postgres", "postgresql"],
+        "hosts": ["pg", "postgres", "db", "pg-main", "pg-replica", "orders-db", "users-db", "billing-db"],
+        "workloads": ["postgres", "pg-main", "pg-cluster", "orders-pg", "postgresql"],
+    },
+    "mysql": {
+        "names": ["MySQL", "Mysql", "MariaDB"],
+        "port": 3306,
+        "exporter": 9104,
+        "jobs": ["mysqld-exporter", "mysql"],
+        "hosts": ["mysql", "mariadb", "db", "shop-db"],
+        "workloads": ["mysql-primary", "mariadb-galera", "mysql"],
+    },
+    "mongodb": {
+        "names": ["MongoDB", "Mongodb", "Mongo"],
+        "port": 27017,
+        "exporter": 9216,
+        "jobs": ["mongodb-exporter", "mongodb"],
+        "hosts": ["mongo", "mongo-rs0", "mongodb"],
+        "workloads": ["mongodb", "mongo-rs0"],
+    },
+    "redis": {
+        "names": ["Redis"],
+        "port": 6379,
+        "exporter": 9121,
+        "jobs": ["redis-exporter", "redis"],
+        "hosts": ["redis", "redis-main", "sessions-redis"],
+        "workloads": ["redis-master", "redis-node"],
+    },
+    "cassandra": {
+        "names": ["Cassandra"],
+        "port": 9042,
+        "exporter": 7070,
+        "jobs": ["cassandra"],
+        "hosts": ["cassandra", "cass"],
+        "workloads": ["cassandra"],
+    },
+    "elasticsearch": {
+        "names": ["Elasticsearch", "OpenSearch", "ES"],
+        "port": 9200,
+        "exporter": 9114,
+        "jobs": ["elasticsearch-exporter", "elasticsearch", "opensearch"],
+        "hosts": ["es-data", "opensearch", "es"],
+        "workloads": ["elasticsearch-data", "opensearch-cluster-master"],
+    },
+    "clickhouse": {
+        "names": ["ClickHouse", "Clickhouse"],
+        "port": 9000,
+        "exporter": 9363,
+        "jobs": ["clickhouse"],
+        "hosts": ["clickhouse", "ch"],
+        "workloads": ["clickhouse-shard0"],
+    },
+}
+NETWORK_WORKLOADS = [
+    ("coredns", "kube-system"),
+    ("ingress-nginx-controller", "ingress-nginx"),
+    ("envoy-gateway", "envoy-gateway-system"),
+    ("traefik", "traefik"),
+    ("haproxy-ingress", "ingress"),
+    ("istio-ingressgateway", "istio-system"),
+    ("external-dns", "kube-system"),
+    ("kube-proxy", "kube-system"),
+]
+PROXIES = [
+    ("nginx", "Nginx", "nginx"),
+    ("haproxy", "HAProxy", "haproxy"),
+    ("envoy", "Envoy", "envoy"),
+    ("traefik", "Traefik", "traefik"),
+    ("ingress-nginx", "Ingress", "ingress-nginx"),
+    ("lb", "LB", "gclb"),
+]
+
+
+def _service(rng: random.Random) -> str:
+    return rng.choice(SERVICES) + rng.choice(SVC_SUFFIX)
+
+
+def _host(rng: random.Random, role: str) -> tuple[str, dict[str, str]]:
+    """A host name, and a label saying its role when the name does not."""
+    n = rng.randint(1, 40)
+    if rng.random() < 0.15:
+        return f"ip-10-{rng.randint(0, 9)}-{rng.randint(0, 255)}-{rng.randint(2, 254)}", {
+            rng.choice(["role", "tier", "service"]): rng.choice(ROLE_ALIAS[role])
+        }
+    prefix = rng.choice(HOST_PREFIX[role])
+    form = rng.randrange(5)
+    name = [
+        f"{prefix}-{n}",
+        f"{prefix}{n:02d}",
+        f"{prefix}-prod-{n}",
+        f"{prefix}-{n}",
+        f"{prefix}-{chr(97 + n % 3)}{n}",
+    ][form]
+    return name, {}
+
+
+def _pod(rng: random.Random, workload: str, controller: str) -> str:
+    if controller == "statefulset":
+        return f"{workload}-{rng.randint(0, 4)}"
+    if controller == "daemonset":
+        return f"{workload}-{_alnum(rng, 5)}"
+    return f"{workload}-{_hex(rng, 9)}-{_alnum(rng, 5)}"
+
+
+def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) -> dict[str, Any]:
+    """What an alert is about: template fields, its labels (as an exporter would attach them), the
+    team that owns it, and what the SDK-style states call it."""
+    f: dict[str, Any] = {"role": role, "region": rng.choice(REGIONS), "cluster": rng.choice(CLUSTERS)}
+    labels: dict[str, str] = {}
+    if kind == "host":
+        host, extra = _host(rng, role)
+        f["host"] = host
+        f["instance"] = host + rng.choice([":9100", ":9100", "", ":9182"])
+        labels.update(
+            instance=f["instance"], job=rng.choice(["node", "node-exporter", "node_exporter", "nodes"])
+        )
+        labels.update(extra)
+        f["subject"], f["subject_key"] = host, "host"
+    elif kind == "pod":
+        if role == "database":
+            engine = rng.choice(engines or tuple(ENGINES))
+            workload = rng.choice(ENGINES[engine]["workloads"])
+            controller = "statefulset"
+            ns = rng.choice(["databases", "data", "db", engine, rng.choice(SERVICES)])
+        elif role == "network":
+            workload, ns = rng.choice(NETWORK_WORKLOADS)
+            controller = "daemonset" if workload == "kube-proxy" else "deployment"
+        else:
+            workload = _service(rng)
+            controller = "statefulset" if rng.random() < 0.1 else "deployment"
+            ns = rng.choice([workload.split("-")[0], "prod", "default", "shop", "apps", "production"])
+        pod = _pod(rng, workload, controller)
+        container = (
+            workload if rng.random() < 0.6 else rng.choice(["app", "main", "server", workload.split("-")[0]])
+        )
+        f.update(workload=workload, controller=controller, namespace=ns, pod=pod, container=container)
+        labels.update(namespace=ns, pod=pod)
+        if rng.random() < 0.6:
+            labels["container"] = container
+        if rng.random() < 0.4:
+            labels[controller] = workload
+        labels["job"] = rng.choice(["kube-state-metrics", "kubelet", "kube-state-metrics"])
+        f["subject"], f["subject_key"] = f"{ns}/{pod}", "pod"
+    elif kind == "node":
+        node = rng.choice(
+            [
+                f"gke-{f['cluster']}-pool-{rng.randint(1, 3)}-{_hex(rng, 8)}-{_alnum(rng, 4)}",
+                f"ip-10-0-{rng.randint(1, 250)}-{rng.randint(2, 250)}.ec2.internal",
+                f"aks-nodepool1-{rng.randint(10**7, 10**8 - 1)}-vmss00000{rng.randint(0, 9)}",
+            ]
+        )
+        f["node"] = node
+        labels.update(node=node, job="kube-state-metrics")
+        if rng.random() < 0.5:
+            labels.update(condition="Ready", status=rng.choice(["false", "unknown"]))
+        f["subject"], f["subject_key"] = node, "node"
+    elif kind == "db":
+        engine = rng.choice(engines or tuple(ENGINES))
+        e = ENGINES[engine]
+        host = f"{rng.choice(e['hosts'])}-{rng.randint(1, 9)}"
+        port = e["port"] if rng.random() < 0.5 else e["exporter"]
+        f.update(engine=engine, Engine=rng.choice(e["names"]), host=host, instance=f"{host}:{port}", db=host)
+        labels.update(instance=f["instance"], job=rng.choice(e["jobs"]))
+        if rng.random() < 0.3:
+            labels["cluster"] = rng.choice([host.rsplit("-", 1)[0], f"{engine}-main", f"{engine}-prod"])
+        if rng.random() < 0.25:
+            labels.update(
+                namespace=rng.choice(["databases", "data", engine]),
+                pod=f"{rng.choice(e['workloads'])}-{rng.randint(0, 3)}",
+            )
+        f["subject"], f["subject_key"] = host, rng.choice(["host", "db", "instance"])
+    elif kind == "service":
+        svc = _service(rng)
+        f.update(service=svc, namespace=rng.choice([svc.split("-")[0], "prod", "default", "shop"]))
+        labels[rng.choice(["service", "service", "app", "job"])] = svc
+        if rng.random() < 0.5:
+            labels["namespace"] = f["namespace"]
+        f["subject"], f["subject_key"] = svc, "service"
+    elif kind == "queue":
+        svc = _service(rng)
+        topic = rng.choice(
+            ["orders", "payments", "shipments", "events", "emails", "invoices", "clicks", "audit-log"]
+        )
+        f.update(
+            service=svc,
+            topic=topic,
+            group=f"{svc.split('-')[0]}-{rng.choice(['consumer', 'worker', 'processor'])}",
+            queue=f"{topic}.{rng.choice(['process', 'created', 'retry', 'outbound'])}",
+        )
+        f["subject"], f["subject_key"] = topic, rng.choice(["queue", "topic"])
+    elif kind == "edge":
+        proxy, Proxy, job = rng.choice(PROXIES)
+        backend = _service(rng)
+        f.update(
+            proxy=proxy,
+            Proxy=Proxy,
+            backend=backend,
+            lb=f"{proxy}-{rng.choice(['edge', 'public', 'internal', 'ext'])}-{rng.randint(1, 4)}",
+        )
+        labels["job"] = job
+        labels[rng.choice(["backend", "upstream", "ingress", "service"])] = backend
+        if proxy == "ingress-nginx" or rng.random() < 0.3:
+            labels["namespace"] = rng.choice(["ingress-nginx", "ingress", "edge"])
+        f["subject"], f["subject_key"] = f["lb"], rng.choice(["lb", "proxy", "backend"])
+    elif kind == "dns":
+        server = rng.choice(["coredns", "kube-dns", "unbound", "bind", "resolver"])
+        f.update(server=server, dns_host=f"{rng.choice(['dns', 'ns', 'resolver'])}-{rng.randint(1, 4)}")
+        labels["job"] = server if server != "resolver" else "dns-resolver"
+        if server in ("coredns", "kube-dns"):
+            labels.update(namespace="kube-system", server=rng.choice(["dns://:53", "dns://:5353"]))
+        else:
+            labels["instance"] = f"{f['dns_host']}:53"
+        f["subject"], f["subject_key"] = server, "server"
+    elif kind == "cert":
+        domain = rng.choice(
+            [
+                f"{rng.choice(SERVICES)}.{rng.choice(DOMAINS)}",
+                f"api.{rng.choice(DOMAINS)}",
+                f"*.{rng.choice(DOMAINS)}",
+                f"www.{rng.choice(DOMAINS)}",
+            ]
+        )
+        f.update(
+            domain=domain,
+            issuer=rng.choice(["Let's Encrypt", "letsencrypt-prod", "DigiCert", "internal-ca", "GTS CA 1D4"]),
+        )
+        if rng.random() < 0.6:
+            labels.update(
+                instance=rng.choice([f"https://{domain.lstrip('*.')}", f"{domain.lstrip('*.')}:443"]),
+                job=rng.choice(["blackbox", "ssl-exporter", "blackbox-https"]),
+            )
+        else:
+            labels.update(
+                namespace=rng.choice(["cert-manager", "ingress-nginx", "default"]),
+                name=domain.lstrip("*.").replace(".", "-") + "-tls",
+                issuer_name=f["issuer"],
+            )
+        f["subject"], f["subject_key"] = domain, "domain"
+    elif kind == "link":
+        device = (
+            f"{rng.choice(['edge-rtr', 'core-sw', 'spine', 'leaf', 'fw', 'border-rtr'])}-{rng.randint(1, 12)}"
+        )
+        iface = rng.choice(
+            ["xe-0/0/1", "et-0/0/3", "Ethernet12", "ge-1/0/3", "TenGigE0/1/0/4", "eth1", "bond0"]
+        )
+        zones = rng.sample(
+            [
+                "us-east1-b",
+                "us-east1-c",
+                "eu-west-1a",
+                "eu-west-1b",
+                "dc1",
+                "dc2",
+                "on-prem",
+                "europe-west4-a",
+            ],
+            2,
+        )
+        f.update(
+            device=device,
+            interface=iface,
+            a=zones[0],
+            b=zones[1],
+            peer=f"AS{rng.choice([174, 3356, 1299, 6939, 64512, 65001])}",
+            tunnel=f"vpn-{rng.choice(['onprem', 'office', 'partner', 'dc2'])}-{rng.randint(1, 2)}",
+        )
+        labels.update(instance=device, job=rng.choice(["snmp", "network-devices", "blackbox-icmp", "bgp"]))
+        f["subject"], f["subject_key"] = device, rng.choice(["device", "link"])
+    elif kind == "endpoint":
+        svc = _service(rng)
+        path = rng.choice(["/healthz", "/health", "/", "/api/status", "/ping"])
+        url = f"https://{svc.split('-')[0]}.{rng.choice(DOMAINS)}{path}"
+        f.update(service=svc, url=url)
+        labels.update(instance=url, job=rng.choice(["blackbox", "blackbox-http", "uptime"]))
+        f["subject"], f["subject_key"] = url, "url"
+    f["labels"] = labels
+    f["team"] = role
+    return f
+
+
+# -- kinds ---------------------------------------------------------------------------------------
+
+Facts = Callable[[random.Random, str, "tuple[str, str] | None", dict[str, Any]], dict[str, Any]]
+
+
+class Kind(NamedTuple):
+    """One kind of alert. `subject` is what it is about (see `subject()`); `roles` are the teams
+    whose things it can be about (its team follows the thing's role: disk of a database host is the
+    database team's); `facts` draws the template fields for a level (or for a boundary between two
+    levels, for the ambiguous share): at least `value` (short, for SDK states), `num` and `thr`
+    (the metric's value and the rule's threshold, for Cloud Monitoring)."""
+
+    key: str
+    subject: str
+    roles: tuple[str, ...]
+    names: tuple[str, ...] | dict[str, tuple[str, ...]]  # space-separated words; per level if a dict
+    levels: dict[str, float]  # level -> weight
+    facts: Facts
+    summaries: tuple[str, ...]
+    descriptions: tuple[str, ...] = ()
+    metric: str = ""
+    engines: tuple[str, ...] = ()
+    numeric: bool = False  # has boundaries, so an ambiguous share
+
+
+def scale(
+    ranges: dict[str, tuple[float, float]],
+    show: Callable[[random.Random, float], str],
+    more: Callable[[random.Random, str, float, dict[str, Any]], dict[str, Any]] | None = None,
+) -> Facts:
+    """Facts for a metric whose value decides the level: `ranges` per level (adjacent levels share a
+    boundary). A value is drawn inside its level's range, away from the boundaries; the ambiguous
+    share is drawn within a tenth of a range from a boundary, where the level is a coin flip."""
+
+    def facts(
+        rng: random.Random, level: str, pair: tuple[str, str] | None, f: dict[str, Any]
+    ) -> dict[str, Any]:
+        if pair is None:
+            lo, hi = ranges[level]
+            margin = 0.12 * (hi - lo)
+            v = rng.uniform(lo + margin, hi - margin)
+        else:
+            a, b = ranges[pair[0]], ranges[pair[1]]
+            edge = a[1] if a[1] == b[0] else a[0]
+            width = 0.08 * min(a[1] - a[0], b[1] - b[0])
+            v = rng.uniform(edge - width, edge + width)
+        first, last = ranges[next(iter(ranges))], ranges[list(ranges)[-1]]
+        rising = last[0] >= first[0]
+        rule = pair[0] if pair else level  # the rule that fired: the lower one at a boundary
+        thr = ranges[rule][0] if rising else ranges[rule][1]
+        out = {"num": v, "thr": thr, "value": show(rng, v), "threshold": show(rng, thr), "above": rising}
+        if more is not None:
+            out.update(more(rng, level if pair is None else rule, v, f))
+        return out
+
+    return facts
+
+
+def _pick(
+    table: dict[str, list[str]],
+) -> Callable[[random.Random, str, float, dict[str, Any]], dict[str, Any]]:
+    """Extra fields: a phrase per level."""
+    return lambda rng, level, v, f: {"note": rng.choice(table[level])}
+
+
+ETA = {
+    "info": ["3 weeks", "a month"],
+    "warning": ["4 days", "a week", "5 days"],
+    "error": ["about a day", "20 hours", "30 hours"],
+    "critical": ["2 hours", "45 minutes", "under an hour"],
+}
+
+
+def _disk_more(rng: random.Random, level: str, v: float, f: dict[str, Any]) -> dict[str, Any]:
+    size = rng.choice([50, 100, 200, 500, 1000, 2000])
+    free = size * (100 - v) / 100
+    mount = f.get("mount") or rng.choice(
+        ["/var/lib/postgresql", "/var/lib/mysql", "/data"]
+        if f["role"] == "database"
+        else ["/", "/var", "/data", "/var/log", "/srv"]
+    )
+    return {
+        "free": f"{_num(free)}GiB" if free >= 1 else f"{round(free * 1024)}MiB",
+        "eta": rng.choice(ETA[level]),
+        "mount": mount,
+        "device": rng.choice(["/dev/sda1", "/dev/nvme0n1p1", "/dev/vdb", "/dev/mapper/data"]),
+        "labels": {"mountpoint": mount, "device": rng.choice(["nvme0n1p1", "sda1", "vdb", "dm-0"])}
+        if rng.random() < 0.6
+        else {},
+    }
+
+
+def _fixed(table: dict[str, Callable[[random.Random, dict[str, Any]], dict[str, Any]]]) -> Facts:
+    """Facts for a kind whose level is a state (down, expired, 0 of 3 ready): one draw per level."""
+
+    def facts(
+        rng: random.Random, level: str, pair: tuple[str, str] | None, f: dict[str, Any]
+    ) -> dict[str, Any]:
+        out = table[level](rng, f)
+        out.setdefault("above", out["num"] >= out["thr"])
+        out.setdefault("threshold", _num(out["thr"]))
+        return out
+
+    return facts
+
+
+def _replicas(rng: random.Random, level: str) -> tuple[int, int]:
+    total = rng.choice([3, 4, 5, 6, 8, 10, 12])
+    ready = {
+        "info": total,
+        "warning": total - 1,
+        "error": max(1, total // 2 - rng.randint(0, 1)),
+        "critical": 0,
+    }[level]
+    return ready, total
+
+
+def _replica_facts(level: str) -> Callable[[random.Random, dict[str, Any]], dict[str, Any]]:
+    def draw(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
+        ready, total = _replicas(rng, level)
+        return {
+            "ready": ready,
+            "total": total,
+            "value": f"{ready}/{total} ready",
+            "num": ready,
+            "thr": total,
+            "down": total - ready,
+            "restarts": rng.randint(
+                *{"warning": (3, 6), "error": (8, 30), "critical": (10, 60), "info": (1, 2)}[level]
+            ),
+        }
+
+    return draw
+
+
+def _down_facts(level: str) -> Callable[[random.Random, dict[str, Any]], dict[str, Any]]:
+    """n of total members down: warning one of many, error about half or a redundant one, critical all."""
+
+    def draw(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
+        total = rng.choice([2, 3, 4, 6])
+        down = {"warning": 1, "error": max(total - 1 if total < 4 else 2, total // 2), "critical": total}[
+            level
+        ]
+        if level == "warning":
+            total = max(total, 4)
+        return {
+            "down": down,
+            "total": total,
+            "up": total - down,
+            "value": f"{total - down}/{total} up",
+            "num": total - down,
+            "thr": total,
+        }
+
+    return draw
+
+
+E = {"Engine": "{Engine}"}  # names that take the engine's own spelling
+
+KINDS: list[Kind] = [
+    # -- hosts: the owner is the host's role (disk of db-1: database) ---------------------------
+    Kind(
+        "host_cpu",
+        "host",
+        TEAMS,
+        (
+            "CPU Usage High",
+            "High CPU Usage",
+            "Node CPU Saturated",
+            "CPU Busy",
+            "Host CPU Pressure",
+            "Cpu Utilisation High",
+            "Load Average High",
+        ),
+        {"info": 0.2, "warning": 0.45, "error": 0.35},
+        scale(
+            {"info": (60, 75), "warning": (75, 90), "error": (90, 100)},
+            _pct,
+            lambda rng, level, v, f: {
+                "cores": (c := rng.choice([4, 8, 16, 32])),
+                "load": _num(c * v / 100 * rng.uniform(1.0, 1.6)),
+            },
+        ),
+        (
+            "CPU usage on {host} is {value}",
+            "{host}: CPU at {value} for {dur}",
+            "CPU busy {value} on {host}",
+            "High CPU on {host} ({value})",
+            "{host} CPU utilisation {value}",
+        ),
+        (
+            "CPU utilisation has been above {threshold} for {dur}.",
+            "Load average is {load} on {cores} cores.",
+            "{host} has used {value} of its CPU for the last {dur}.",
+        ),
+        "node_cpu_seconds_total",
+        numeric=True,
+    ),
+    Kind(
+        "host_memory",
+        "host",
+        TEAMS,
+        (
+            "Memory Usage High",
+            "Low Available Memory",
+            "Node Memory Pressure",
+            "Memory Almost Exhausted",
+            "Host Swapping",
+        ),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        scale(
+            {"warning": (85, 93), "error": (93, 97.5), "critical": (97.5, 100)},
+            _pct,
+            _pick(
+                {
+                    "warning": ["Swap is unused.", "Page cache is shrinking."],
+                    "error": ["Swapping has started.", "Page cache is nearly gone."],
+                    "critical": [
+                        "The OOM killer has started killing processes.",
+                        "oom-killer invoked 4 times in 10 minutes.",
+                    ],
+                }
+            ),
+        ),
+        (
+            "Memory usage on {host} is {value}",
+            "{host} memory {value} used",
+            "{host}: only {free_mem} of memory available",
+            "Available memory on {host} is low ({value} used)",
+        ),
+        ("{note}", "Memory has been above {threshold} for {dur}. {note}"),
+        "node_memory_MemAvailable_bytes",
+        numeric=True,
+    ),
+    Kind(
+        "host_disk",
+        "host",
+        TEAMS,
+        (
+            "Disk Usage High",
+            "Disk Space Low",
+            "Filesystem Almost Full",
+            "Root Volume Filling",
+            "Node Disk Pressure",
+            "Volume Space Low",
+            "Disk Will Fill Soon",
+        ),
+        {"info": 0.1, "warning": 0.35, "error": 0.25, "critical": 0.3},
+        scale(
+            {"info": (65, 78), "warning": (78, 89), "error": (89, 95), "critical": (95, 100)},
+            _pct,
+            _disk_more,
+        ),
+        (
+            "Disk usage on {host} is {value}",
+            "{mount} on {host} is {value} full",
+            "Only {free} free on {host}:{mount}",
+            "{host} {mount} {value} used",
+            "Filesystem {device} on {host} at {value}",
+            "{host}: disk {value}",
+        ),
+        (
+            "{mount} has been above {threshold} for {dur}.",
+            "At the current rate it fills in {eta}.",
+            "{free} left on {mount}; it fills in {eta} at this rate.",
+            "Filesystem {device} mounted on {mount} is {value} full.",
+        ),
+        "node_filesystem_avail_bytes",
+        numeric=True,
+    ),
+    Kind(
+        "host_inodes",
+        "host",
+        TEAMS,
+        ("Inodes Running Out", "Inode Usage High", "Filesystem Inodes Exhausted", "Out Of Inodes"),
+        {"warning": 0.4, "error": 0.3, "critical": 0.3},
+        scale({"warning": (80, 90), "error": (90, 96.5), "critical": (96.5, 100)}, _pct, _disk_more),
+        (
+            "Inode usage on {host}:{mount} is {value}",
+            "{host} is running out of inodes on {mount} ({value} used)",
+            "{value} of inodes used on {host} {mount}",
+        ),
+        ("Small files are filling {mount}.", "When inodes run out no new file can be created on {mount}."),
+        "node_filesystem_files_free",
+        numeric=True,
+    ),
+    Kind(
+        "clock_skew",
+        "host",
+        TEAMS,
+        (
+            "Clock Skew",
+            "Clock Drift Detected",
+            "NTP Offset High",
+            "Time Not Synchronised",
+            "Chrony Out Of Sync",
+        ),
+        {"info": 0.25, "warning": 0.45, "error": 0.3},
+        scale({"info": (0.02, 0.3), "warning": (0.3, 4), "error": (4, 120)}, _secs),
+        (
+            "Clock on {host} is off by {value}",
+            "{host} clock offset {value} from NTP",
+            "NTP sync lost on {host}: offset {value}",
+            "Time drift of {value} on {host}",
+        ),
+        ("The clock has drifted {value} from the NTP servers.", "chronyd reports an offset of {value}."),
+        "node_timex_offset_seconds",
+        numeric=True,
+    ),
+    Kind(
+        "host_reboot",
+        "host",
+        TEAMS,
+        ("Host Rebooted", "Unexpected Reboot", "Node Restarted", "Server Reboot Detected", "Uptime Reset"),
+        {"info": 0.5, "warning": 0.35, "error": 0.15},
+        _fixed(
+            {
+                "info": lambda rng, f: {
+                    "value": "rebooted for a kernel update",
+                    "num": 1,
+                    "thr": 1,
+                    "note": rng.choice(["Planned maintenance window.", "Patch reboot, services came back."]),
+                },
+                "warning": lambda rng, f: {
+                    "value": f"rebooted unexpectedly {rng.randint(3, 50)}m ago",
+                    "num": 1,
+                    "thr": 1,
+                    "note": rng.choice(["Services are back up.", "Cause unknown; host healthy since."]),
+                },
+                "error": lambda rng, f: {
+                    "value": f"rebooted {rng.randint(3, 8)} times in the last hour",
+                    "num": rng.randint(3, 8),
+                    "thr": 2,
+                    "note": rng.choice(["The host is in a reboot loop.", "Kernel panics on boot."]),
+                },
+            }
+        ),
+        ("{host} {value}", "{host} was restarted ({value})", "Uptime on {host} reset: {value}"),
+        ("{note}", "node_boot_time changed. {note}"),
+        "node_boot_time_seconds",
+    ),
+    Kind(
+        "nic_errors",
+        "host",
+        ("network",),
+        (
+            "NIC Errors",
+            "Network Interface Errors",
+            "Interface Receive Errors",
+            "NIC Packet Drops",
+            "Bond Degraded",
+            "Link Errors On Host",
+        ),
+        {"info": 0.15, "warning": 0.35, "error": 0.3, "critical": 0.2},
+        scale(
+            {"info": (0.01, 0.2), "warning": (0.2, 2), "error": (2, 12), "critical": (12, 60)},
+            _pct,
+            lambda rng, level, v, f: {"iface": rng.choice(["eth0", "ens5", "eno1", "bond0", "enp3s0"])},
+        ),
+        (
+            "{iface} on {host} is dropping {value} of packets",
+            "{host}: {value} receive errors on {iface}",
+            "Interface {iface} errors {value} on {host}",
+            "Packet errors on {host} {iface}: {value}",
+        ),
+        (
+            "The NIC {iface} reports errors on {value} of received packets.",
+            "Check the cable and the switch port of {host}.",
+        ),
+        "node_network_receive_errs_total",
+        numeric=True,
+    ),
+    # -- Kubernetes: the owner is the workload's (postgres-0: database, coredns: network) -----------
+    Kind(
+        "crash_loop",
+        "pod",
+        TEAMS,
+        (
+            "Pod Crash Looping",
+            "Container Restarting",
+            "Pod Restart Storm",
+            "CrashLoopBackOff",
+            "Workload Crash Loop",
+            "Container Keeps Restarting",
+        ),
+        {"warning": 0.35, "error": 0.35, "critical": 0.3},
+        _fixed({lv: _replica_facts(lv) for lv in ("warning", "error", "critical")}),
+        (
+            "Pod {namespace}/{pod} restarted {restarts} times in the last hour",
+            "{pod} is in CrashLoopBackOff ({ready}/{total} ready)",
+            "Container {container} of {pod} keeps restarting ({ready}/{total} ready)",
+            "{workload}: {restarts} restarts in 1h, {value}",
+        ),
+        (
+            "{ready} of {total} replicas of {workload} are ready.",
+            "Back-off restarting failed container {container}; {ready}/{total} pods ready.",
+            "The container exits with code 1 shortly after start.",
+        ),
+        "kube_pod_container_status_restarts_total",
+    ),
+    Kind(
+        "oom_killed",
+        "pod",
+        TEAMS,
+        ("Container OOM Killed", "OOM Kill Detected", "Pod Out Of Memory", "Memory Limit Reached"),
+        {"info": 0.25, "warning": 0.35, "error": 0.25, "critical": 0.15},
+        _fixed(
+            {
+                "info": lambda rng, f: {
+                    "kills": 1,
+                    "window": "24h",
+                    "value": "1 OOM kill in 24h",
+                    "num": 1,
+                    "thr": 1,
+                    "state": "it restarted and is healthy",
+                },
+                "warning": lambda rng, f: {
+                    "kills": (k := rng.randint(2, 4)),
+                    "window": "1h",
+                    "value": f"{k} OOM kills in 1h",
+                    "num": k,
+                    "thr": 2,
+                    "state": "other replicas are serving",
+                },
+                "error": lambda rng, f: {
+                    "kills": (k := rng.randint(6, 20)),
+                    "window": "1h",
+                    "value": f"{k} OOM kills in 1h",
+                    "num": k,
+                    "thr": 5,
+                    "state": "half of the replicas are down at any time",
+                },
+                "critical": lambda rng, f: {
+                    "kills": (k := rng.randint(10, 40)),
+                    "window": "30m",
+                    "value": f"all replicas OOM-killed, {k} kills in 30m",
+                    "num": k,
+                    "thr": 5,
+                    "state": "no replica stays up",
+                },
+            }
+        ),
+        (
+            "Container {container} in {pod} was OOM-killed {kills} times in {window}",
+            "{pod} hit its memory limit ({value})",
+            "OOMKilled: {namespace}/{pod} ({value})",
+            "{workload} OOMKilled: {value}",
+        ),
+        ("The container exceeded its {limit} memory limit; {state}.", "Last state: OOMKilled. {state}."),
+        "kube_pod_container_status_last_terminated_reason",
+    ),
+    Kind(
+        "pods_pending",
+        "pod",
+        TEAMS,
+        ("Pods Pending", "Pod Not Scheduled", "Unschedulable Pods", "Pod Stuck Pending"),
+        {"warning": 0.5, "error": 0.35, "critical": 0.15},
+        _fixed(
+            {
+                "warning": lambda rng, f: {
+                    "n": (n := rng.randint(1, 3)),
+                    "value": f"{n} pods pending",
+                    "num": n,
+                    "thr": 1,
+                    "dur": rng.choice(["10m", "15m"]),
+                    "state": "the other replicas are serving",
+                },
+                "error": lambda rng, f: {
+                    "n": (n := rng.randint(5, 25)),
+                    "value": f"{n} pods pending",
+                    "num": n,
+                    "thr": 5,
+                    "dur": rng.choice(["1h", "45m"]),
+                    "state": "capacity is short for the next traffic peak",
+                },
+                "critical": lambda rng, f: {
+                    "n": (n := rng.randint(3, 12)),
+                    "value": f"0/{n} replicas scheduled",
+                    "num": n,
+                    "thr": 1,
+                    "dur": rng.choice(["20m", "30m"]),
+                    "state": "no replica is running",
+                },
+            }
+        ),
+        (
+            "{n} pods pending in {namespace} for {dur}",
+            "{pod} cannot be scheduled ({value}): {reason}",
+            "{workload}: {value} for {dur}",
+        ),
+        ("0/{nodes} nodes are available: {reason}; {state}.", "Pods of {workload} stay Pending: {reason}."),
+        "kube_pod_status_phase",
+    ),
+    Kind(
+        "node_not_ready",
+        "node",
+        ("application",),
+        ("Node Not Ready", "Kubelet Not Ready", "Worker Node Down", "K8s Node Unready"),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        _fixed(
+            {
+                "warning": lambda rng, f: {
+                    "k": 1,
+                    "nodes": (t := rng.randint(8, 40)),
+                    "value": f"1/{t} nodes NotReady",
+                    "num": 1,
+                    "thr": 1,
+                    "dur": "5m",
+                },
+                "error": lambda rng, f: {
+                    "k": (k := rng.randint(2, 4)),
+                    "nodes": (t := rng.randint(10, 30)),
+                    "value": f"{k}/{t} nodes NotReady",
+                    "num": k,
+                    "thr": 2,
+                    "dur": "30m",
+                },
+                "critical": lambda rng, f: {
+                    "k": (k := rng.randint(5, 9)),
+                    "nodes": (t := k + rng.randint(0, 5)),
+                    "value": f"{k}/{t} nodes NotReady",
+                    "num": k,
+                    "thr": 2,
+                    "dur": "10m",
+                },
+            }
+        ),
+        (
+            "{node} has been NotReady for {dur}",
+            "{k} of {nodes} nodes NotReady in {cluster}",
+            "Kubelet on {node} stopped posting status ({value})",
+        ),
+        ("Pods on the affected nodes are being evicted.", "{value} in cluster {cluster}."),
+        "kube_node_status_condition",
+    ),
+    Kind(
+        "pvc_full",
+        "pod",
+        ("database", "application"),  # stateful workloads; DNS and ingress pods keep no volume
+        ("PVC Almost Full", "Persistent Volume Filling", "Volume Claim Usage High", "PV Space Low"),
+        {"info": 0.1, "warning": 0.35, "error": 0.25, "critical": 0.3},
+        scale(
+            {"info": (65, 78), "warning": (78, 89), "error": (89, 95), "critical": (95, 100)},
+            _pct,
+            lambda rng, level, v, f: {
+                **_disk_more(rng, level, v, {**f, "mount": "/data"}),
+                "labels": {"persistentvolumeclaim": f"data-{f['pod']}"},
+            },
+        ),
+        (
+            "PersistentVolumeClaim data-{pod} in {namespace} is {value} full",
+            "Volume data-{pod} has {free} free",
+            "PVC data-{pod} usage {value}",
+            "{namespace}/data-{pod}: {value} used",
+        ),
+        ("It fills in {eta} at this rate.", "The volume of {pod} is {value} full."),
+        "kubelet_volume_stats_available_bytes",
+        numeric=True,
+    ),
+    Kind(
+        "hpa_maxed",
+        "pod",
+        ("application",),
+        ("HPA At Max Replicas", "Autoscaler Maxed Out", "Hpa Max Reached", "Scaling Limit Reached"),
+        {"info": 0.35, "warning": 0.45, "error": 0.2},
+        _fixed(
+            {
+                "info": lambda rng, f: {
+                    "max": (m := rng.choice([5, 10, 20])),
+                    "value": f"at {m}/{m} replicas, CPU {rng.randint(55, 70)}%",
+                    "num": m,
+                    "thr": m,
+                    "dur": "10m",
+                },
+                "warning": lambda rng, f: {
+                    "max": (m := rng.choice([5, 10, 20])),
+                    "value": f"at {m}/{m} replicas, CPU {rng.randint(85, 97)}%",
+                    "num": m,
+                    "thr": m,
+                    "dur": "45m",
+                },
+                "error": lambda rng, f: {
+                    "max": (m := rng.choice([5, 10, 20])),
+                    "value": f"at {m}/{m} replicas, requests queueing",
+                    "num": m,
+                    "thr": m,
+                    "dur": "2h",
+                },
+            }
+        ),
+        (
+            "HPA {workload} in {namespace} has been at {max} replicas for {dur}",
+            "{workload} autoscaler {value}",
+            "{workload} cannot scale further: {value}",
+        ),
+        ("maxReplicas {max} reached; {value}.",),
+        "kube_horizontalpodautoscaler_status_current_replicas",
+    ),
+    Kind(
+        "replicas_mismatch",
+        "pod",
+        TEAMS,
+        (
+            "Deployment Replicas Unavailable",
+            "Replicas Mismatch",
+            "StatefulSet Not Ready",
+            "Rollout Replicas Missing",
+            "Desired Replicas Not Met",
+        ),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        _fixed({lv: _replica_facts(lv) for lv in ("warning", "error", "critical")}),
+        (
+            "{controller} {namespace}/{workload} has {ready} of {total} replicas available",
+            "{workload}: only {ready}/{total} replicas ready for {dur}",
+            "{workload} replicas {value}",
+        ),
+        ("{down} replicas have been unavailable for {dur}.", "Desired {total}, available {ready}."),
+        "kube_deployment_status_replicas_available",
+    ),
+    Kind(
+        "job_failed",
+        "job",
+        TEAMS,
+        ("Job Failed", "CronJob Failed", "Batch Job Failure", "Scheduled Job Error", "Job Did Not Complete"),
+        {"info": 0.2, "warning": 0.45, "error": 0.35},
+        _fixed(
+            {
+                "info": lambda rng, f: {"value": "failed once, the retry succeeded", "num": 1, "thr": 1},
+                "warning": lambda rng, f: {"value": "failed; next run in 1h", "num": 1, "thr": 1},
+                "error": lambda rng, f: {
+                    "value": f"failed {(n := rng.randint(3, 6))} runs in a row",
+                    "num": n,
+                    "thr": 3,
+                },
+            }
+        ),
+        (
+            "Job {namespace}/{job} {value}",
+            "CronJob {job} {value}",
+            "{job}: {value}",
+            "Job {job} did not complete: {value}",
+        ),
+        ("BackoffLimitExceeded for {job}; {value}.", "The pod of {job} exited with code 1."),
+        "kube_job_status_failed",
+    ),
+    # -- databases --------------------------------------------------------------------------------
+    Kind(
+        "db_down",
+        "db",
+        ("database",),
+        (
+            "{Engine} Down",
+            "{Engine} Instance Down",
+            "{Engine} Unreachable",
+            "{Engine} Not Responding",
+            "Database Down",
+        ),
+        {"error": 0.4, "critical": 0.6},
+        _fixed(
+            {
+                "error": lambda rng, f: {
+                    "value": "down",
+                    "num": 0,
+                    "thr": 1,
+                    "member": rng.choice(["replica", "standby", "secondary", "read replica"]),
+                    "state": rng.choice(
+                        [
+                            "the primary is healthy",
+                            "2 of 3 members are up",
+                            "reads fail over to the other replicas",
+                        ]
+                    ),
+                },
+                "critical": lambda rng, f: {
+                    "value": "down",
+                    "num": 0,
+                    "thr": 1,
+                    "member": rng.choice(["primary", "master", "leader", "only node"]),
+                    "state": rng.choice(
+                        ["writes are failing", "every application query fails", "no replica can take over"]
+                    ),
+                },
+            }
+        ),
+        (
+            "{Engine} {member} on {instance} is down",
+            "{Engine} {member} {host} is not responding",
+            "{Engine} {member} {host} down: {state}",
+            "{host} ({member}) unreachable for {dur}",
+            "{Engine} {member} {instance} down",
+        ),
+        ("The {member} has not answered for {dur}; {state}.", "{State}.", "{engine}_up is 0 for {instance}."),
+        "{engine}_up",
+        engines=tuple(ENGINES),
+    ),
+    Kind(
+        "replication_lag",
+        "db",
+        ("database",),
+        (
+            "{Engine} Replication Lag",
+            "Replica Lagging",
+            "{Engine} Replica Behind",
+            "Replication Delay High",
+            "{Engine} Replica Lag",
+        ),
+        {"info": 0.1, "warning": 0.35, "error": 0.3, "critical": 0.25},
+        scale(
+            {"info": (1, 12), "warning": (12, 100), "error": (100, 800), "critical": (800, 7200)},
+            _secs,
+            _pick(
+                {
+                    "info": ["No action needed."],
+                    "warning": ["Reads may be slightly stale."],
+                    "error": ["Replica reads are minutes stale."],
+                    "critical": [
+                        "A failover now would lose writes.",
+                        "Reports read data over 15 minutes old.",
+                        "The replica may need a rebuild.",
+                    ],
+                }
+            ),
+        ),
+        (
+            "Replication lag on {instance} is {value}",
+            "{host} is {value} behind the primary",
+            "{Engine} replica {host} lagging {value}",
+            "Replica {host} lag {value}",
+        ),
+        ("Lag has been growing for {dur}. {note}", "{note}", "The replica is {value} behind."),
+        "{engine}_replication_lag_seconds",
+        engines=("postgres", "postgres", "mysql", "mongodb", "redis", "clickhouse"),
+        numeric=True,
+    ),
+    Kind(
+        "db_connections",
+        "db",
+        ("database",),
+        (
+            "{Engine} Too Many Connections",
+            "Connection Pool Exhausted",
+            "{Engine} Connections Near Limit",
+            "PgBouncer Pool Saturated",
+            "Max Connections Reached",
+        ),
+        {"warning": 0.4, "error": 0.3, "critical": 0.3},
+        scale(
+            {"warning": (75, 88), "error": (88, 98), "critical": (98, 100)},
+            _pct,
+            lambda rng, level, v, f: {
+                "max": (m := rng.choice([100, 200, 500, 1000])),
+                "used": max(1, round(m * v / 100)),
+                "note": "New connections are refused." if level == "critical" else "",
+            },
+        ),
+        (
+            "{Engine} on {instance} uses {value} of max_connections",
+            "{used}/{max} connections on {host}",
+            "Connection pool on {host} at {value}",
+            "{host}: {used} of {max} connections in use",
+        ),
+        (
+            "{note} {used} of {max} connections are in use.",
+            "Connections have been above {threshold} for {dur}. {note}",
+        ),
+        "{engine}_connections_used_percent",
+        engines=("postgres", "postgres", "mysql", "mongodb"),
+        numeric=True,
+    ),
+    Kind(
+        "deadlocks",
+        "db",
+        ("database",),
+        ("{Engine} Deadlocks", "Deadlocks Detected", "Lock Contention High", "{Engine} Lock Waits"),
+        {"info": 0.25, "warning": 0.45, "error": 0.3},
+        scale({"info": (0.05, 1), "warning": (1, 10), "error": (10, 80)}, _rate),
+        (
+            "{value} deadlocks on {host}",
+            "Deadlocks on {Engine} {instance}: {value}",
+            "{host} deadlock rate {value}",
+        ),
+        ("Transactions are being rolled back at {value}.", "Lock waits on {host}: deadlocks at {value}."),
+        "{engine}_deadlocks_per_minute",
+        engines=("postgres", "mysql"),
+        numeric=True,
+    ),
+    Kind(
+        "backup_failed",
+        "db",
+        ("database",),
+        (
+            "{Engine} Backup Failed",
+            "Database Backup Failed",
+            "Backup Too Old",
+            "Last Backup Stale",
+            "Snapshot Failed",
+        ),
+        {"warning": 0.4, "error": 0.4, "critical": 0.2},
+        scale(
+            {"warning": (24, 36), "error": (36, 168), "critical": (168, 720)},
+            lambda rng, v: f"{round(v)}h" if v < 72 or rng.random() < 0.4 else f"{round(v / 24)} days",
+            _pick(
+                {
+                    "warning": ["Last night's run failed."],
+                    "error": ["Several runs in a row failed."],
+                    "critical": [
+                        "WAL archiving is failing too: no point-in-time recovery.",
+                        "There is no restorable backup of this week's data.",
+                    ],
+                }
+            ),
+        ),
+        (
+            "Last successful backup of {host} was {value} ago",
+            "{Engine} backup of {db} failed; last good backup {value} ago",
+            "No backup of {host} for {value}",
+            "Backup age on {host}: {value}",
+        ),
+        ("{note}", "The backup job exited with an error. {note}"),
+        "backup_last_success_age_hours",
+        engines=("postgres", "postgres", "mysql", "mongodb", "elasticsearch", "clickhouse"),
+        numeric=True,
+    ),
+    Kind(
+        "wal_disk",
+        "db",
+        ("database",),
+        (
+            "{Engine} WAL Disk Filling",
+            "WAL Volume Full",
+            "Binlog Disk Full",
+            "WAL Directory Growing",
+            "Archive Lag Fills WAL Disk",
+        ),
+        {"warning": 0.35, "error": 0.3, "critical": 0.35},
+        scale(
+            {"warning": (75, 88), "error": (88, 95), "critical": (95, 100)},
+            _pct,
+            lambda rng, level, v, f: {
+                "dir": "pg_wal" if f["engine"] == "postgres" else "binlog",
+                "eta": rng.choice(ETA[level]),
+            },
+        ),
+        (
+            "{dir} volume on {host} is {value} full",
+            "{dir} on {host} at {value} ({eta} until full)",
+            "{Engine} {dir} partition on {host} {value} used",
+        ),
+        (
+            "WAL is not being archived fast enough; full in {eta}.",
+            "When {dir} fills the database stops accepting writes.",
+        ),
+        "node_filesystem_avail_bytes",
+        engines=("postgres", "postgres", "mysql"),
+        numeric=True,
+    ),
+    Kind(
+        "slow_queries",
+        "db",
+        ("database",),
+        ("{Engine} Slow Queries", "Long Running Query", "Query Latency High", "Slow Query Spike"),
+        {"info": 0.25, "warning": 0.4, "error": 0.2, "critical": 0.15},
+        scale(
+            {"info": (0.3, 1.5), "warning": (1.5, 8), "error": (8, 60), "critical": (60, 600)},
+            _secs,
+            _pick(
+                {
+                    "info": ["A few reporting queries."],
+                    "warning": ["One long transaction."],
+                    "error": ["{n} sessions waiting on locks.".replace("{n}", "40")],
+                    "critical": [
+                        "Writes are blocked behind a lock; 300 sessions waiting.",
+                        "Application requests time out waiting for the database.",
+                    ],
+                }
+            ),
+        ),
+        (
+            "p99 query time on {host} is {value}",
+            "Queries on {Engine} {instance} take {value} at p99",
+            "Slow queries on {host}: {value}",
+            "{host} longest running query {value}",
+        ),
+        ("{note}", "Query latency has been high for {dur}. {note}"),
+        "{engine}_query_duration_p99_seconds",
+        engines=("postgres", "mysql", "mongodb", "clickhouse", "elasticsearch"),
+        numeric=True,
+    ),
+    Kind(
+        "split_brain",
+        "db",
+        ("database",),
+        {
+            "critical": (
+                "{Engine} Split Brain",
+                "Multiple Primaries",
+                "Two Leaders Elected",
+                "Cluster Partitioned",
+            ),
+            "warning": ("{Engine} Failover Happened", "Leader Changed", "Primary Switched"),
+        },
+        {"critical": 0.8, "warning": 0.2},
+        _fixed(
+            {
+                "critical": lambda rng, f: {
+                    "value": "2 primaries",
+                    "num": 2,
+                    "thr": 1,
+                    "state": rng.choice(["both accept writes", "data is diverging"]),
+                },
+                "warning": lambda rng, f: {
+                    "value": "failover completed",
+                    "num": 1,
+                    "thr": 1,
+                    "state": rng.choice(["the new primary is healthy", "replicas follow the new leader"]),
+                },
+            }
+        ),
+        ("{Engine} cluster of {host}: {value}, {state}", "{host}: {value}", "{Engine} {value} in {cluster}"),
+        ("{State}.", "Patroni reports {value}; {state}."),
+        "{engine}_primaries",
+        engines=("postgres", "mysql", "mongodb", "elasticsearch"),
+    ),
+    Kind(
+        "search_health",
+        "db",
+        ("database",),
+        {
+            "critical": ("{Engine} Cluster Red", "{Engine} Cluster Health Red", "Primary Shards Unassigned"),
+            "error": ("{Engine} Cluster Yellow", "{Engine} Node Left", "Unassigned Shards"),
+            "warning": ("{Engine} Cluster Yellow", "Replica Shards Unassigned", "Unassigned Shards"),
+        },
+        {"warning": 0.45, "error": 0.2, "critical": 0.35},
+        _fixed(
+            {
+                "warning": lambda rng, f: {
+                    "value": "yellow",
+                    "shards": rng.randint(1, 8),
+                    "kind_": "replica",
+                    "num": 1,
+                    "thr": 1,
+                    "dur": "10m",
+                },
+                "error": lambda rng, f: {
+                    "value": "yellow",
+                    "shards": rng.randint(20, 90),
+                    "kind_": "replica",
+                    "num": 1,
+                    "thr": 1,
+                    "dur": "2h",
+                },
+                "critical": lambda rng, f: {
+                    "value": "red",
+                    "shards": rng.randint(1, 30),
+                    "kind_": "primary",
+                    "num": 2,
+                    "thr": 2,
+                    "dur": "5m",
+                },
+            }
+        ),
+        (
+            "{Engine} cluster status is {value}",
+            "{shards} {kind_} shards unassigned on {host}",
+            "Cluster health {value} for {dur}",
+        ),
+        (
+            "{shards} {kind_} shards are unassigned.",
+            "Status {value}: {shards} {kind_} shards without a node.",
+        ),
+        "elasticsearch_cluster_health_status",
+        engines=("elasticsearch",),
+    ),
+    Kind(
+        "redis_memory",
+        "db",
+        ("database",),
+        ("Redis Memory High", "Redis Maxmemory Near", "Redis Used Memory"),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        scale(
+            {"warning": (80, 90), "error": (90, 97), "critical": (97, 100)},
+            _pct,
+            _pick(
+                {
+                    "warning": ["No keys evicted yet."],
+                    "error": ["Keys will be evicted soon."],
+                    "critical": ["Writes fail with OOM command not allowed."],
+                }
+            ),
+        ),
+        (
+            "Redis {host} uses {value} of maxmemory",
+            "{host} memory {value} of maxmemory",
+            "Redis datastore {host} at {value} memory",
+        ),
+        ("{note}",),
+        "redis_memory_used_bytes",
+        engines=("redis",),
+        numeric=True,
+    ),
+    Kind(
+        "db_readonly",
+        "db",
+        ("database",),
+        {
+            "error": ("{Engine} Replica Readonly", "{Engine} Replica Read Only", "Replica In Read Only Mode"),
+            "critical": ("{Engine} Read Only", "{Engine} Primary Readonly", "Database In Read Only Mode"),
+        },
+        {"error": 0.5, "critical": 0.5},
+        _fixed(
+            {
+                "error": lambda rng, f: {
+                    "value": "replica read-only",
+                    "num": 1,
+                    "thr": 1,
+                    "state": "replication to it stopped; the others take writes",
+                },
+                "critical": lambda rng, f: {
+                    "value": "primary read-only",
+                    "num": 1,
+                    "thr": 1,
+                    "state": "all writes are rejected",
+                },
+            }
+        ),
+        ("{Engine} on {host} went read-only", "{host}: {value}", "{Engine} {instance} {value}: {state}"),
+        ("{State}.",),
+        "{engine}_read_only",
+        engines=("clickhouse", "mysql", "postgres"),
+    ),
+    # -- caches (the application's) and queues -----------------------------------------------------
+    Kind(
+        "cache_hit_rate",
+        "service",
+        ("application",),
+        (
+            "Cache Hit Rate Low",
+            "Memcached Hit Ratio Low",
+            "Redis Cache Evictions",
+            "Cache Miss Storm",
+            "Session Cache Evicting",
+        ),
+        {"info": 0.25, "warning": 0.4, "error": 0.35},
+        scale(
+            {"info": (85, 92), "warning": (65, 85), "error": (20, 65)},
+            _pct,
+            lambda rng, level, v, f: {
+                "cache": rng.choice(
+                    [f"memcached-{f['service']}", f"{f['service']}-cache", "redis-cache", "session-cache"]
+                )
+            },
+        ),
+        (
+            "Cache hit rate of {cache} is {value}",
+            "{service}: {cache} hit ratio {value}",
+            "{cache} hit rate dropped to {value}",
+        ),
+        ("Requests from {service} fall through to the database.", "Hit ratio below {threshold} for {dur}."),
+        "memcached_commands_total",
+        numeric=True,
+    ),
+    Kind(
+        "cache_down",
+        "service",
+        ("application",),
+        ("Memcached Down", "Cache Node Down", "Redis Cache Unreachable"),
+        {"warning": 0.35, "error": 0.35, "critical": 0.3},
+        _fixed({lv: _down_facts(lv) for lv in ("warning", "error", "critical")}),
+        (
+            "{down} of {total} cache nodes for {service} down",
+            "Cache for {service}: {value}",
+            "{service} cache nodes {value}",
+        ),
+        ("{service} falls back to the database for missing keys.",),
+        "memcached_up",
+    ),
+    Kind(
+        "kafka_lag",
+        "queue",
+        ("application",),
+        ("Kafka Consumer Lag", "Consumer Group Lagging", "Kafka Lag High", "Topic Consumer Behind"),
+        {"info": 0.1, "warning": 0.35, "error": 0.3, "critical": 0.25},
+        scale(
+            {"info": (2, 15), "warning": (15, 150), "error": (150, 800), "critical": (800, 7200)},
+            _secs,
+            lambda rng, level, v, f: {
+                "msgs": _count(rng, v * rng.choice([20, 50, 200, 1000])),
+                "note": rng.choice(
+                    {
+                        "info": ["Catching up."],
+                        "warning": ["Consumers keep up slowly."],
+                        "error": ["Processing is minutes behind."],
+                        "critical": [
+                            "Orders are not being shipped.",
+                            "Payments are not confirmed to customers.",
+                            "Customers see stale order status.",
+                        ],
+                    }[level]
+                ),
+            },
+        ),
+        (
+            "Consumer group {group} is {value} behind on {topic}",
+            "{group} lag on {topic}: {msgs} messages (~{value})",
+            "Kafka lag {value} for {group}",
+            "{topic} consumer lag {msgs} messages",
+        ),
+        ("{note}", "Lag has grown for {dur}. {note}"),
+        "kafka_consumergroup_lag_seconds",
+        numeric=True,
+    ),
+    Kind(
+        "queue_backlog",
+        "queue",
+        ("application",),
+        (
+            "RabbitMQ Queue Backlog",
+            "Queue Messages Piling Up",
+            "Rabbit Queue Too Long",
+            "Queue Depth High",
+            "Messages Ready High",
+        ),
+        {"info": 0.1, "warning": 0.35, "error": 0.3, "critical": 0.25},
+        scale(
+            {
+                "info": (200, 2000),
+                "warning": (2000, 15000),
+                "error": (15000, 150000),
+                "critical": (150000, 2000000),
+            },
+            _count,
+            _pick(
+                {
+                    "info": ["Consumers are draining it."],
+                    "warning": ["Consumers are slower than producers."],
+                    "error": ["The backlog grows faster than it drains."],
+                    "critical": [
+                        "No consumers are attached; shipments are stopped.",
+                        "The queue has no consumers.",
+                        "Producers are being blocked.",
+                    ],
+                }
+            ),
+        ),
+        (
+            "Queue {queue} has {value} messages",
+            "{value} messages ready in {queue}",
+            "Backlog on {queue}: {value} messages",
+        ),
+        ("{note}", "{queue} has grown for {dur}. {note}"),
+        "rabbitmq_queue_messages_ready",
+        numeric=True,
+    ),
+    Kind(
+        "queue_age",
+        "queue",
+        ("application",),
+        (
+            "SQS Oldest Message Age",
+            "Pub/Sub Unacked Messages Old",
+            "JetStream Consumer Pending",
+            "NATS Slow Consumer",
+            "Queue Age High",
+        ),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        scale(
+            {"warning": (60, 300), "error": (300, 1800), "critical": (1800, 21600)},
+            _secs,
+            _pick(
+                {
+                    "warning": [""],
+                    "error": ["Work is piling up."],
+                    "critical": ["Customer-facing work is stuck.", "Emails to customers are hours late."],
+                }
+            ),
+        ),
+        (
+            "Oldest message in {queue} is {value} old",
+            "{group} on {queue}: oldest unacked {value}",
+            "{queue} message age {value}",
+        ),
+        ("{note}", "Consumers of {queue} stopped acknowledging. {note}"),
+        "aws_sqs_approximate_age_of_oldest_message",
+        numeric=True,
+    ),
+    Kind(
+        "broker_down",
+        "queue",
+        ("application",),
+        {
+            "warning": ("Kafka Under Replicated Partitions", "Broker Replicas Out Of Sync"),
+            "error": ("Kafka Broker Down", "RabbitMQ Node Down", "NATS Server Down"),
+            "critical": ("Kafka Offline Partitions", "RabbitMQ Cluster Down", "Message Broker Unavailable"),
+        },
+        {"warning": 0.3, "error": 0.4, "critical": 0.3},
+        _fixed(
+            {
+                "warning": lambda rng, f: {
+                    "value": f"{(n := rng.randint(2, 20))} under-replicated partitions",
+                    "num": n,
+                    "thr": 1,
+                },
+                "error": lambda rng, f: {
+                    "value": f"1 of {(t := rng.choice([3, 5]))} brokers down",
+                    "num": t - 1,
+                    "thr": t,
+                },
+                "critical": lambda rng, f: {
+                    "value": f"{(n := rng.randint(3, 40))} partitions offline, producers failing",
+                    "num": n,
+                    "thr": 1,
+                },
+            }
+        ),
+        ("{value} on the {topic} cluster", "Broker cluster: {value}", "{value}"),
+        ("Topic {topic} is affected.",),
+        "kafka_server_replicamanager_underreplicatedpartitions",
+    ),
+    # -- DNS ---------------------------------------------------------------------------------------
+    Kind(
+        "dns_servfail",
+        "dns",
+        ("network",),
+        (
+            "CoreDNS SERVFAIL Rate",
+            "DNS Errors High",
+            "Resolver SERVFAIL",
+            "DNS Failure Rate",
+            "Kube DNS Errors",
+        ),
+        {"info": 0.1, "warning": 0.35, "error": 0.3, "critical": 0.25},
+        scale(
+            {"info": (0.1, 1), "warning": (1, 5), "error": (5, 18), "critical": (18, 80)},
+            _pct,
+            lambda rng, level, v, f: {"labels": {"rcode": "SERVFAIL"} if rng.random() < 0.5 else {}},
+        ),
+        (
+            "{value} of DNS queries answered SERVFAIL on {server}",
+            "CoreDNS in {cluster} returns SERVFAIL for {value} of requests",
+            "DNS error rate {value} (SERVFAIL)",
+            "{server}: SERVFAIL responses at {value}",
+        ),
+        ("Lookups of upstream names fail for {value} of queries.", "SERVFAIL above {threshold} for {dur}."),
+        "coredns_dns_responses_total",
+        numeric=True,
+    ),
+    Kind(
+        "dns_nxdomain",
+        "dns",
+        ("network",),
+        ("NXDOMAIN Rate High", "DNS NXDOMAIN Spike", "CoreDNS NXDOMAIN Responses"),
+        {"info": 0.6, "warning": 0.4},
+        scale(
+            {"info": (5, 30), "warning": (30, 85)},
+            _pct,
+            lambda rng, level, v, f: {"labels": {"rcode": "NXDOMAIN"} if rng.random() < 0.5 else {}},
+        ),
+        ("{value} of DNS answers are NXDOMAIN on {server}", "NXDOMAIN rate {value} in {cluster}"),
+        ("Likely a search-path or typo'd name.", "Most NXDOMAINs are for names under the cluster domain."),
+        "coredns_dns_responses_total",
+        numeric=True,
+    ),
+    Kind(
+        "dns_latency",
+        "dns",
+        ("network",),
+        ("DNS Latency High", "Resolver Slow", "CoreDNS Request Duration", "DNS Lookups Slow"),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        scale(
+            {"warning": (0.08, 0.4), "error": (0.4, 2.5), "critical": (2.5, 5)},
+            _ms,
+            _pick(
+                {
+                    "warning": [""],
+                    "error": ["Some clients retry lookups."],
+                    "critical": ["Lookups are timing out.", "Most lookups time out after 5s."],
+                }
+            ),
+        ),
+        (
+            "DNS p99 latency on {server} is {value}",
+            "{server} answers in {value} at p99",
+            "Resolver latency {value} in {cluster}",
+        ),
+        ("{note}", "p99 above {threshold} for {dur}. {note}"),
+        "coredns_dns_request_duration_seconds",
+        numeric=True,
+    ),
+    Kind(
+        "dns_down",
+        "dns",
+        ("network",),
+        ("CoreDNS Down", "DNS Server Unreachable", "Kube DNS Unavailable", "Resolver Not Responding"),
+        {"error": 0.5, "critical": 0.5},
+        _fixed({"error": _down_facts("error"), "critical": _down_facts("critical")}),
+        (
+            "{down} of {total} {server} instances down",
+            "{server}: {value}",
+            "DNS servers {value} in {cluster}",
+        ),
+        (
+            "Name resolution depends on the remaining instances.",
+            "Every lookup in the cluster goes through {server}.",
+        ),
+        "up",
+    ),
+    # -- TLS ---------------------------------------------------------------------------------------
+    Kind(
+        "cert_expiry",
+        "cert",
+        ("network",),
+        {
+            "info": ("TLS Certificate Expiring", "Certificate Renewal Due", "SSL Cert Expiry"),
+            "warning": ("TLS Certificate Expiring", "SSL Cert Expiry", "Certificate Expires Soon"),
+            "error": ("TLS Certificate Expiring", "Certificate Expires Soon", "Certificate Not Renewed"),
+            "critical": (
+                "TLS Certificate Expired",
+                "Cert Expired",
+                "SSL Certificate Invalid",
+                "Certificate Not Renewed",
+            ),
+        },
+        {"info": 0.2, "warning": 0.35, "error": 0.2, "critical": 0.25},
+        _fixed(
+            {
+                "info": lambda rng, f: {
+                    "days": (d := rng.randint(35, 60)),
+                    "value": f"expires in {d} days",
+                    "num": d,
+                    "thr": 30,
+                },
+                "warning": lambda rng, f: {
+                    "days": (d := rng.randint(9, 25)),
+                    "value": f"expires in {d} days",
+                    "num": d,
+                    "thr": 30,
+                },
+                "error": lambda rng, f: {
+                    "days": (d := rng.randint(1, 5)),
+                    "value": f"expires in {d} days" if d > 1 else "expires tomorrow",
+                    "num": d,
+                    "thr": 7,
+                },
+                "critical": lambda rng, f: {
+                    "days": 0,
+                    "value": rng.choice(
+                        [
+                            f"expired {rng.randint(1, 20)} hours ago",
+                            f"expired {rng.randint(1, 6)} days ago",
+                            "has expired",
+                        ]
+                    ),
+                    "num": -1,
+                    "thr": 0,
+                },
+            }
+        ),
+        (
+            "Certificate for {domain} {value}",
+            "TLS certificate on {domain} {value}",
+            "{domain}: certificate {value} (issuer {issuer})",
+            "SSL cert of {domain} {value}",
+        ),
+        (
+            "Issued by {issuer}; renewal has not happened.",
+            "Clients will reject the certificate of {domain} once it expires.",
+            "Issuer {issuer}.",
+        ),
+        "ssl_certificate_days_left",
+    ),
+    Kind(
+        "tls_handshake",
+        "edge",
+        ("network",),
+        ("TLS Handshake Failures", "SSL Handshake Errors", "Handshake Error Rate", "mTLS Failures"),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        scale({"warning": (0.5, 4), "error": (4, 15), "critical": (15, 80)}, _pct),
+        (
+            "{value} of TLS handshakes fail on {lb}",
+            "{Proxy} {lb}: handshake errors {value}",
+            "TLS handshake failure rate {value} at {lb}",
+        ),
+        ("Clients fail to negotiate TLS with {lb}.", "Handshake failures above {threshold} for {dur}."),
+        "envoy_listener_ssl_connection_error",
+        numeric=True,
+    ),
+    # -- load balancers, ingress, proxies ----------------------------------------------------------
+    Kind(
+        "edge_5xx",
+        "edge",
+        ("network",),
+        (
+            "{Proxy} 5xx Rate High",
+            "Ingress 502 Errors",
+            "Load Balancer 5xx",
+            "Edge Gateway Errors",
+            "Upstream 503 Rate",
+            "{Proxy} Backend Errors",
+        ),
+        {"info": 0.1, "warning": 0.35, "error": 0.3, "critical": 0.25},
+        scale(
+            {"info": (0.1, 0.8), "warning": (0.8, 4), "error": (4, 15), "critical": (15, 80)},
+            _pct,
+            lambda rng, level, v, f: {"code": rng.choice(["502", "503", "504"])},
+        ),
+        (
+            "{value} of requests through {lb} return {code} for {backend}",
+            "Ingress {backend}: {code} rate {value}",
+            "{Proxy} edge error rate {value} ({code})",
+            "{lb} {code}s at {value} for backend {backend}",
+        ),
+        (
+            "The load balancer answers {code} for {value} of requests.",
+            "Errors at the edge, above {threshold} for {dur}.",
+        ),
+        "nginx_ingress_controller_requests",
+        numeric=True,
+    ),
+    Kind(
+        "backend_down",
+        "edge",
+        ("network",),
+        (
+            "{Proxy} Backend Down",
+            "No Healthy Upstream",
+            "LB Unhealthy Targets",
+            "Backend Server Down",
+            "Upstream Unavailable",
+        ),
+        {"warning": 0.35, "error": 0.35, "critical": 0.3},
+        _fixed({lv: _down_facts(lv) for lv in ("warning", "error", "critical")}),
+        (
+            "{Proxy} backend {backend}: {up}/{total} servers up",
+            "{down} of {total} targets unhealthy behind {lb}",
+            "{lb}: backend {backend} {value}",
+        ),
+        (
+            "Health checks of {backend} fail on {down} servers.",
+            "{lb} routes around the failed servers while it can.",
+        ),
+        "haproxy_backend_active_servers",
+    ),
+    Kind(
+        "lb_connections",
+        "edge",
+        ("network",),
+        (
+            "{Proxy} Connections Near Limit",
+            "Load Balancer Connection Saturation",
+            "Ingress Active Connections High",
+        ),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        scale(
+            {"warning": (75, 88), "error": (88, 98), "critical": (98, 100)},
+            _pct,
+            _pick(
+                {
+                    "warning": [""],
+                    "error": ["Connections queue at peak."],
+                    "critical": ["New connections are rejected."],
+                }
+            ),
+        ),
+        ("{lb} is at {value} of maxconn", "{Proxy} {lb} connections {value} of the limit"),
+        ("{note}",),
+        "haproxy_frontend_current_sessions",
+        numeric=True,
+    ),
+    # -- network -------------------------------------------------------------------------------------
+    Kind(
+        "packet_loss",
+        "link",
+        ("network",),
+        (
+            "Packet Loss High",
+            "Network Packet Loss",
+            "Probe Packet Loss",
+            "Zone Packet Loss",
+            "Packet Drops Between Sites",
+        ),
+        {"info": 0.1, "warning": 0.35, "error": 0.3, "critical": 0.25},
+        scale({"info": (0.02, 0.4), "warning": (0.4, 2.5), "error": (2.5, 12), "critical": (12, 70)}, _pct),
+        (
+            "{value} packet loss between {a} and {b}",
+            "ICMP probes from {a} to {b} lose {value}",
+            "Packet loss {a} -> {b}: {value}",
+        ),
+        ("Measured by the probes of {device}.", "Loss above {threshold} for {dur}."),
+        "probe_icmp_packet_loss",
+        numeric=True,
+    ),
+    Kind(
+        "bgp_down",
+        "link",
+        ("network",),
+        ("BGP Session Down", "BGP Peer Down", "BGP Neighbor Lost", "Upstream BGP Flap"),
+        {"warning": 0.35, "error": 0.35, "critical": 0.3},
+        _fixed({lv: _down_facts(lv) for lv in ("warning", "error", "critical")}),
+        (
+            "BGP session to {peer} on {device} is down ({up}/{total} up)",
+            "{device}: {value} BGP peers",
+            "{down} of {total} BGP sessions down on {device}",
+        ),
+        ("Prefixes from {peer} withdrawn.", "Traffic shifts to the remaining peers of {device}."),
+        "bgp_session_state",
+    ),
+    Kind(
+        "iface_errors",
+        "link",
+        ("network",),
+        ("Interface CRC Errors", "Switch Port Errors", "Uplink Errors", "Port Flapping"),
+        {"info": 0.15, "warning": 0.35, "error": 0.3, "critical": 0.2},
+        scale({"info": (0.01, 0.2), "warning": (0.2, 2), "error": (2, 12), "critical": (12, 60)}, _pct),
+        (
+            "{interface} on {device}: {value} errors",
+            "CRC errors on {device} {interface} ({value})",
+            "{device} uplink {interface} error rate {value}",
+        ),
+        ("Errors on {value} of frames.", "The optic of {interface} may be failing."),
+        "ifInErrors",
+        numeric=True,
+    ),
+    Kind(
+        "vpn_down",
+        "link",
+        ("network",),
+        {
+            "warning": ("VPN Tunnel Flapping", "IPsec Tunnel Unstable"),
+            "error": ("VPN Tunnel Down", "IPsec Tunnel Down", "Site To Site VPN Down"),
+            "critical": ("VPN Tunnel Down", "All VPN Tunnels Down", "Interconnect Down"),
+        },
+        {"warning": 0.3, "error": 0.4, "critical": 0.3},
+        _fixed(
+            {
+                "warning": lambda rng, f: {
+                    "value": f"flapped {(n := rng.randint(3, 9))} times in 1h",
+                    "num": n,
+                    "thr": 3,
+                    "state": "traffic survives on reconnect",
+                },
+                "error": lambda rng, f: {
+                    "value": "1 of 2 tunnels down",
+                    "num": 1,
+                    "thr": 2,
+                    "state": "traffic runs on the backup tunnel",
+                },
+                "critical": lambda rng, f: {
+                    "value": "both tunnels down",
+                    "num": 0,
+                    "thr": 2,
+                    "state": f"{f['b']} is unreachable",
+                },
+            }
+        ),
+        ("Tunnel {tunnel} to {b}: {value}", "{tunnel} {value}", "VPN {tunnel} on {device} {value}"),
+        ("{State}.",),
+        "vpn_tunnel_up",
+    ),
+    Kind(
+        "net_latency",
+        "link",
+        ("network",),
+        ("Network Latency High", "Inter Region Latency", "RTT High", "Cross Zone Latency"),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        scale(
+            {"warning": (0.06, 0.15), "error": (0.15, 0.6), "critical": (0.6, 5)},
+            _ms,
+            _pick(
+                {
+                    "warning": [""],
+                    "error": ["Replication and RPCs between the sites slow down."],
+                    "critical": ["Connections between the sites time out."],
+                }
+            ),
+        ),
+        (
+            "RTT between {a} and {b} is {value}",
+            "Ping {a} -> {b}: {value}",
+            "Network latency {value} from {a} to {b}",
+        ),
+        ("{note}", "Round-trip time above {threshold} for {dur}. {note}"),
+        "probe_icmp_duration_seconds",
+        numeric=True,
+    ),
+    # -- application SLOs ----------------------------------------------------------------------------
+    Kind(
+        "error_rate",
+        "service",
+        ("application",),
+        (
+            "High Error Rate",
+            "HTTP 5xx Rate High",
+            "Service Error Ratio",
+            "API Errors Elevated",
+            "Request Failures",
+            "Error Ratio SLO",
+        ),
+        {"info": 0.1, "warning": 0.35, "error": 0.3, "critical": 0.25},
+        scale(
+            {"info": (0.1, 0.8), "warning": (0.8, 4), "error": (4, 15), "critical": (15, 80)},
+            _pct,
+            lambda rng, level, v, f: {
+                "code": rng.choice(["500", "503", "5xx"]),
+                "window": rng.choice(["5m", "10m", "15m"]),
+            },
+        ),
+        (
+            "{service} is returning {value} errors",
+            "5xx ratio for {service} is {value} over the last {window}",
+            "{value} of {service} requests fail with HTTP {code}",
+            "{service} error rate {value}",
+            "{service}: {value} of requests failing",
+        ),
+        ("Error ratio above {threshold} for {dur}.", "{service} answers {code} to {value} of requests."),
+        "http_requests_total",
+        numeric=True,
+    ),
+    Kind(
+        "latency_p99",
+        "service",
+        ("application",),
+        (
+            "High Latency",
+            "P99 Latency High",
+            "Slow Responses",
+            "Request Duration SLO",
+            "API Latency Above Target",
+        ),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        scale(
+            {"warning": (0.5, 1.5), "error": (1.5, 6), "critical": (6, 30)},
+            _ms,
+            _pick(
+                {
+                    "warning": [""],
+                    "error": ["Some clients time out."],
+                    "critical": ["Most requests time out.", "Checkout requests time out."],
+                }
+            ),
+        ),
+        (
+            "p99 latency of {service} is {value}",
+            "{service} p99 {value} (target 500ms)",
+            "{service} responds in {value} at p99",
+        ),
+        ("{note}", "Latency above {threshold} for {dur}. {note}"),
+        "http_request_duration_seconds",
+        numeric=True,
+    ),
+    Kind(
+        "error_budget",
+        "service",
+        ("application",),
+        {
+            "warning": ("Error Budget Burn", "SLO Slow Burn", "Availability SLO At Risk"),
+            "error": ("Error Budget Burn", "SLO Burn Rate High"),
+            "critical": ("Error Budget Fast Burn", "SLO Burn Rate High", "Fast Burn"),
+        },
+        {"warning": 0.4, "error": 0.3, "critical": 0.3},
+        scale(
+            {"warning": (1, 4), "error": (4, 12), "critical": (12, 60)},
+            lambda rng, v: f"{_num(v)}x",
+            lambda rng, level, v, f: {
+                "eta": {"warning": "12 days", "error": "3 days", "critical": "2 hours"}[level],
+                "window": rng.choice(["1h", "6h", "30m"]),
+            },
+        ),
+        (
+            "{service} burns its error budget at {value} ({window})",
+            "Burn rate {value} for {service}",
+            "{service} SLO: budget burn {value}",
+        ),
+        ("At this rate the monthly budget is gone in {eta}.",),
+        "slo_burn_rate",
+        numeric=True,
+    ),
+    Kind(
+        "probe_failing",
+        "endpoint",
+        ("application",),
+        (
+            "Endpoint Down",
+            "Availability Probe Failing",
+            "Uptime Check Failed",
+            "Health Check Failing",
+            "Synthetic Check Failed",
+        ),
+        {"warning": 0.3, "error": 0.35, "critical": 0.35},
+        _fixed(
+            {
+                "warning": lambda rng, f: {
+                    "value": "2 failures in 30m",
+                    "k": 1,
+                    "n": 3,
+                    "num": 1,
+                    "thr": 1,
+                    "reason": rng.choice(["HTTP 503", "timeout"]),
+                },
+                "error": lambda rng, f: {
+                    "value": f"failing from 1 of {(n := rng.choice([3, 4, 5]))} locations",
+                    "k": 1,
+                    "n": n,
+                    "num": 1,
+                    "thr": 1,
+                    "reason": rng.choice(["HTTP 500", "timeout"]),
+                },
+                "critical": lambda rng, f: {
+                    "value": f"failing from all {(n := rng.choice([3, 4, 5]))} locations",
+                    "k": n,
+                    "n": n,
+                    "num": n,
+                    "thr": 1,
+                    "reason": rng.choice(["HTTP 503", "connection refused", "timeout"]),
+                },
+            }
+        ),
+        (
+            "{url} probe {value}",
+            "Uptime check for {url} failed ({value}): {reason}",
+            "{service} health check {value}",
+        ),
+        ("The probe gets {reason}.", "Checked every minute from {n} regions."),
+        "probe_success",
+    ),
+    Kind(
+        "deploy_failed",
+        "service",
+        ("application",),
+        ("Deployment Failed", "Rollout Stuck", "Release Failed", "Argo App Degraded", "Canary Failed"),
+        {"info": 0.3, "warning": 0.4, "error": 0.3},
+        _fixed(
+            {
+                "info": lambda rng, f: {
+                    "value": "canary rolled back automatically",
+                    "num": 1,
+                    "thr": 1,
+                    "state": "no user impact",
+                },
+                "warning": lambda rng, f: {
+                    "value": f"rollout stuck for {rng.choice([30, 40, 60])}m",
+                    "num": 1,
+                    "thr": 1,
+                    "state": "the old version keeps serving",
+                },
+                "error": lambda rng, f: {
+                    "value": "rollout failed, rollback failed",
+                    "num": 1,
+                    "thr": 1,
+                    "state": "half of the pods run the broken version",
+                },
+            }
+        ),
+        (
+            "Deploy of {service} {version}: {value}",
+            "{service} {version} {value}",
+            "{service} release {version}: {value}",
+        ),
+        ("{State}.", "Argo CD reports Degraded; {state}."),
+        "argocd_app_info",
+    ),
+    Kind(
+        "exceptions",
+        "service",
+        ("application",),
+        (
+            "Exception Rate High",
+            "Unhandled Exceptions",
+            "Error Log Spike",
+            "NullPointerException Spike",
+            "Panic Detected",
+        ),
+        {"info": 0.25, "warning": 0.35, "error": 0.25, "critical": 0.15},
+        scale(
+            {"info": (0.5, 5), "warning": (5, 60), "error": (60, 800), "critical": (800, 20000)},
+            _rate,
+            _pick(
+                {
+                    "info": [""],
+                    "warning": [""],
+                    "error": ["Requests hitting that path fail."],
+                    "critical": ["Most requests fail with 500."],
+                }
+            ),
+        ),
+        (
+            "{service} logs {value} exceptions",
+            "Unhandled exceptions in {service}: {value}",
+            "{value} errors in {service} logs",
+        ),
+        ("Top: {exc}. {note}", "{exc} at {value}. {note}"),
+        "app_exceptions_total",
+        numeric=True,
+    ),
+    Kind(
+        "thread_pool",
+        "service",
+        ("application",),
+        (
+            "Thread Pool Exhausted",
+            "Worker Pool Saturated",
+            "JVM Threads Blocked",
+            "Request Queue Full",
+            "DB Pool Wait High",
+        ),
+        {"warning": 0.35, "error": 0.35, "critical": 0.3},
+        _fixed(
+            {
+                "warning": lambda rng, f: {
+                    "value": f"{(v := rng.randint(80, 92))}% of threads busy",
+                    "num": v,
+                    "thr": 80,
+                },
+                "error": lambda rng, f: {
+                    "value": f"all threads busy, {rng.randint(50, 400)} requests queued",
+                    "num": 100,
+                    "thr": 95,
+                },
+                "critical": lambda rng, f: {
+                    "value": f"pool exhausted, {(r := rng.randint(20, 70))}% of requests rejected",
+                    "num": r,
+                    "thr": 1,
+                },
+            }
+        ),
+        ("{service}: {value}", "Thread pool of {service} {value}", "{service} worker pool: {value}"),
+        ("Pool size {size}.", "Requests wait for a free worker in {service}."),
+        "executor_active_threads",
+    ),
+    Kind(
+        "scheduler",
+        "service",
+        ("application",),
+        (
+            "Scheduled Job Missed",
+            "Cron Not Running",
+            "Scheduler Stalled",
+            "Celery Queue Backlog",
+            "Sidekiq Latency High",
+            "Job Queue Latency",
+        ),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        scale(
+            {"warning": (60, 600), "error": (600, 7200), "critical": (7200, 86400)},
+            _secs,
+            _pick(
+                {
+                    "warning": [""],
+                    "error": ["Background work is delayed."],
+                    "critical": [
+                        "Invoices are not sent.",
+                        "Password reset emails are not sent.",
+                        "The nightly billing run did not execute.",
+                    ],
+                }
+            ),
+        ),
+        (
+            "Jobs of {service} wait {value} in the queue",
+            "{service} scheduler: last run {value} ago",
+            "Background job latency {value} for {service}",
+        ),
+        ("{note}", "Workers of {service} are not keeping up. {note}"),
+        "sidekiq_queue_latency_seconds",
+        numeric=True,
+    ),
+    Kind(
+        "jvm_heap",
+        "service",
+        ("application",),
+        ("JVM Heap High", "GC Pauses Long", "Memory Leak Suspected", "Heap Usage Near Max"),
+        {"info": 0.25, "warning": 0.45, "error": 0.3},
+        scale({"info": (70, 80), "warning": (80, 90), "error": (90, 98)}, _pct),
+        (
+            "Heap of {service} at {value}",
+            "{service} JVM heap {value} after GC",
+            "{service} heap usage {value}",
+        ),
+        ("Old gen stays at {value} after full GCs.", "GC pauses are growing."),
+        "jvm_memory_used_bytes",
+        numeric=True,
+    ),
+    Kind(
+        "target_down",
+        "target",
+        TEAMS,
+        ("Target Down", "Scrape Target Missing", "Instances Down", "Service Instances Unavailable"),
+        {"warning": 0.4, "error": 0.35, "critical": 0.25},
+        _fixed({lv: _down_facts(lv) for lv in ("warning", "error", "critical")}),
+        ("{down} of {total} {job} targets are down", "{job}: {value}", "Job {job} has {down} targets down"),
+        ("Prometheus cannot scrape {down} of {total} targets of {job}.",),
+        "up",
+    ),
+]
+
+EXCEPTIONS = [
+    "NullPointerException",
+    "TimeoutError",
+    "KeyError: 'user_id'",
+    "ConnectionResetError",
+    "IllegalStateException",
+    "panic: runtime error: index out of range",
+    "TypeError: Cannot read properties of undefined",
+]
+SEVERITY_LABEL = {
+    "critical": ["critical", "critical", "critical", "crit", "page"],
+    "error": ["error", "error", "major"],
+    "warning": ["warning", "warning", "warn", "minor"],
+    "info": ["info", "info", "informational", "notice"],
+}
+PRIORITY = {"critical": "P1", "error": "P2", "warning": "P3", "info": "P4"}
+IMPACT = {
+    "critical": [
+        "Customers are affected.",
+        "User-facing: requests are failing.",
+        "Data loss is possible.",
+        "This takes production down if not handled now.",
+    ],
+    "error": ["Redundancy is lost.", "Needs a fix today.", "Degraded, no outage yet."],
+    "warning": ["No user impact yet.", "Look at it during working hours.", "Trending toward the limit."],
+    "info": ["For information.", "No action needed.", "Expected during maintenance."],
+}
+BY_KEY = {k.key: k for k in KINDS}
+QUEUE_LABELS: dict[str, Callable[[random.Random, dict[str, Any]], dict[str, str]]] = {
+    "kafka_lag": lambda rng, f: {
+        "topic": f["topic"],
+        "consumergroup": f["group"],
+        "job": rng.choice(["kafka-exporter", "kafka-lag-exporter"]),
+    },
+    "queue_backlog": lambda rng, f: {
+        "queue": f["queue"],
+        "vhost": rng.choice(["/", "/prod", "shop"]),
+        "instance": f"rabbitmq-{rng.randint(0, 2)}:15692",
+    },
+    "queue_age": lambda rng, f: {rng.choice(["queue_name", "subscription", "stream"]): f["queue"]},
+    "broker_down": lambda rng, f: {
+        "job": rng.choice(["kafka", "rabbitmq", "nats"]),
+        "instance": f"{rng.choice(['kafka', 'rabbitmq', 'nats'])}-{rng.randint(0, 4)}:"
+        f"{rng.choice([9308, 15692, 7777])}",
+    },
+}
+
+
+def _job_subject(rng: random.Random, role: str) -> dict[str, Any]:
+    f = subject(rng, "pod", "application", ())
+    if role == "database":
+        job = rng.choice(
+            [
+                "pg-backup",
+                "postgres-basebackup",
+                "mysql-dump-nightly",
+                "mongo-backup",
+                "es-snapshot",
+                "clickhouse-backup",
+            ]
+        )
+        f["namespace"] = rng.choice(["databases", "data", "db", "backup"])
+    else:
+        role = "application"
+        job = rng.choice(
+            [
+                f"{rng.choice(SERVICES)}-sync",
+                "invoice-export",
+                "report-nightly",
+                "email-digest",
+                "cleanup-sessions",
+                "search-reindex",
+                f"{rng.choice(SERVICES)}-migrate",
+            ]
+        )
+    run = f"{job}-{rng.randint(28_000_000, 29_999_999)}"
+    f.update(job=job, pod=f"{run}-{_alnum(rng, 5)}", team=role, role=role, subject=job, subject_key="job")
+    f["labels"] = {
+        "namespace": f["namespace"],
+        rng.choice(["job_name", "cronjob", "job_name"]): run if rng.random() < 0.5 else job,
+        "job": "kube-state-metrics",
+    }
+    return f
+
+
+def _target_subject(rng: random.Random, role: str) -> dict[str, Any]:
+    job = {
+        "database": lambda: rng.choice(ENGINES[rng.choice(list(ENGINES))]["jobs"]),
+        "network": lambda: rng.choice(
+            ["ingress-nginx", "haproxy", "envoy", "coredns", "traefik", "blackbox-icmp"]
+        ),
+        "application": lambda: _service(rng),
+    }[role]()
+    return {
+        "role": role,
+        "team": role,
+        "job": job,
+        "region": rng.choice(REGIONS),
+        "cluster": rng.choice(CLUSTERS),
+        "labels": {"job": job},
+        "subject": job,
+        "subject_key": "job",
+    }
+
+
+# -- one alert -------------------------------------------------------------------------------------
+
+
+def make_alert(rng: random.Random) -> dict[str, Any]:
+    """One alert, source-free: its kind, wording, labels, value and the three right answers."""
+    kind = rng.choice(KINDS)
+    role = rng.choice(kind.roles)
+    if kind.subject == "job":
+        f = _job_subject(rng, rng.choice(["database", "application", "application"]))
+    elif kind.subject == "target":
+        f = _target_subject(rng, role)
+    else:
+        f = subject(rng, kind.subject, role, kind.engines)
+    levels = list(kind.levels)
+    level = rng.choices(levels, weights=list(kind.levels.values()))[0]
+    pair = None
+    if kind.numeric and rng.random() < AMBIGUOUS:
+        i = rng.randrange(len(levels) - 1)
+        pair = (levels[i], levels[i + 1])
+        level = pair[rng.randrange(2)]
+    f.setdefault("dur", _dur(rng))
+    f.update(
+        reason=rng.choice(
+            [
+                "Insufficient cpu",
+                "Insufficient memory",
+                "node(s) had untolerated taint",
+                "pod has unbound immediate PersistentVolumeClaims",
+            ]
+        ),
+        limit=rng.choice(["512Mi", "1Gi", "2Gi", "256Mi"]),
+        version=f"v{rng.randint(1, 9)}.{rng.randint(0, 40)}.{rng.randint(0, 9)}",
+        exc=rng.choice(EXCEPTIONS),
+        size=rng.choice([50, 100, 200]),
+        ago=rng.choice(["26h", "2 days", "3 days", "30h"]),
+        free_mem=f"{rng.choice([120, 300, 512, 800])}MiB",
+        job=f.get("job", f.get("service", "node")),
+    )
+    facts = kind.facts(rng, level, pair, f)
+    extra_labels = facts.pop("labels", {})
+    f.update(facts)
+    if "state" in f:
+        f["State"] = f["state"][:1].upper() + f["state"][1:]
+    if kind.subject == "queue":
+        extra_labels = {**QUEUE_LABELS[kind.key](rng, f), **extra_labels}
+    f["nodes"] = f.get("nodes", rng.randint(6, 40))
+    names = kind.names[level] if isinstance(kind.names, dict) else kind.names
+    words = _fill(rng.choice(names), f).split()
+    summary = _fill(rng.choice(kind.summaries), f).strip()
+    description = _fill(rng.choice(kind.descriptions), f).strip() if kind.descriptions else ""
+    description = " ".join(description.split())
+    if rng.random() < 0.25:
+        description = f"{description} {rng.choice(IMPACT[level])}".strip()
+    labels = {**f["labels"], **extra_labels}
+    if rng.random() < 0.45:
+        labels["cluster" if kind.subject in ("pod", "job", "dns", "service", "queue") else "region"] = f[
+            "cluster" if kind.subject in ("pod", "job", "dns", "service", "queue") else "region"
+        ]
+    if rng.random() < 0.4:
+        labels["env"] = rng.choice(ENVS)
+    return {
+        "kind": kind.key,
+        "team": f["team"],
+        "severity": level,
+        "page": needs_page(level),
+        "ambiguous": pair is not None,
+        "words": words,
+        "summary": summary,
+        "description": description,
+        "labels": labels,
+        "value": str(f["value"]),
+        "num": float(f["num"]),
+        "thr": float(f["thr"]),
+        "threshold": str(f.get("threshold", f["thr"])),
+        "above": bool(f["above"]),
+        "metric": _fill(kind.metric, f),
+        "subject": str(f["subject"]),
+        "subject_key": f["subject_key"],
+        "dur": f["dur"],
+        "resource": f.get("host")
+        or f.get("node")
+        or f.get("pod")
+        or f.get("lb")
+        or f.get("device")
+        or f.get("domain")
+        or f.get("service")
+        or str(f["subject"]),
+        "category": kind.subject,
+        "engine": f.get("engine", ""),
+    }
+
+
+# -- senders' payloads and the state the router builds from them ------------------------------------
+
+
+def labels_fingerprint(labels: dict[str, str]) -> str:
+    """Prometheus's label-set fingerprint (FNV-1a 64), which Alertmanager sends as `fingerprint`."""
+    h = 0xCBF29CE484222325
+    for name in sorted(labels):
+        for part in (name.encode(), b"\xff", labels[name].encode(), b"\xff"):
+            for byte in part:
+                h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def _started(rng: random.Random) -> dt.datetime:
+    base = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+    return base + dt.timedelta(seconds=rng.randrange(730 * 86400))
+
+
+def _go_time(t: dt.datetime, nanos: int) -> str:
+    """Go's RFC 3339 with nanoseconds, trailing zeros trimmed, as Alertmanager and Grafana send it."""
+    frac = f"{nanos:09d}".rstrip("0")
+    offset = t.strftime("%z")
+    zone = "Z" if offset == "+0000" else f"{offset[:3]}:{offset[3:]}"
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + (f".{frac}" if frac else "") + zone
+
+
+def _sorted(d: dict[str, str]) -> dict[str, str]:
+    return dict(sorted(d.items()))  # Go marshals maps with sorted keys
+
+
+def _severity_label(rng: random.Random, alert: dict[str, Any], share: float) -> dict[str, str]:
+    if alert["ambiguous"] or rng.random() >= share:
+        return {}
+    level = alert["severity"]
+    r = rng.random()
+    if r < 0.8:
+        return {"severity": rng.choice(SEVERITY_LABEL[level])}
+    return {"priority": PRIORITY[level]} if r < 0.92 else {"sev": PRIORITY[level][1]}
+
+
+def _annotations(rng: random.Random, alert: dict[str, Any], source: str) -> dict[str, str]:
+    """Rule annotations: a summary and/or a description (one of them at least most of the time),
+    a runbook link, sometimes a dashboard."""
+    out: dict[str, str] = {}
+    r = rng.random()
+    if r < 0.55:
+        out["summary"] = alert["summary"]
+        if alert["description"] and rng.random() < 0.6:
+            out["description"] = alert["description"] + ("\n" if rng.random() < 0.2 else "")
+    elif r < 0.85:
+        out["description"] = " ".join(x for x in (alert["summary"] + ".", alert["description"]) if x)
+    elif r < 0.95:
+        out["summary"] = alert["summary"]
+    elif alert["description"]:
+        out["message"] = alert["description"]  # old rules: neither summary nor description
+    slug = snake(alert["words"]).replace("_", "-")
+    if rng.random() < 0.4:
+        out["runbook_url"] = f"https://{rng.choice(RUNBOOKS)}/{slug}"
+    if source == "grafana" and rng.random() < 0.15:
+        out["__dashboardUid__"] = _alnum(rng, 9)
+        out["__panelId__"] = str(rng.randint(1, 40))
+    elif rng.random() < 0.1:
+        out["dashboard"] = f"https://grafana.example.com/d/{_alnum(rng, 9)}/{slug}"
+    return out
+
+
+RUNBOOKS = ["runbooks.example.com", "wiki.example.com/runbooks", "github.com/acme/runbooks/blob/main"]
+
+
+def _summary_of(title: str, annotations: dict[str, str]) -> str:
+    for key in ("summary", "description"):
+        text = annotations.get(key, "").strip()
+        if text:
+            return text
+    return title
+
+
+def _grouped_state(
+    source: str, title: str, labels: dict[str, str], annotations: dict[str, str], started: str
+) -> dict[str, Any]:
+    """What `Alert.state()` builds from an Alertmanager-shaped alert."""
+    state: dict[str, Any] = {"alert": title, "summary": _summary_of(title, annotations), "source": source}
+    if labels:
+        state["labels"] = labels
+    if annotations:
+        state["annotations"] = {k: v for k, v in annotations.items() if k != "summary"}
+    state["started_at"] = started
+    return state
+
+
+def render_alertmanager(rng: random.Random, alert: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An Alertmanager webhook (version 4) with this alert, and the state the router builds from it."""
+    title = alert_name(rng, alert["words"], "alertmanager")
+    labels = _sorted({"alertname": title, **alert["labels"], **_severity_label(rng, alert, 0.7)})
+    annotations = _sorted(_annotations(rng, alert, "alertmanager"))
+    t, nanos = _started(rng), rng.randrange(10**9)
+    expr = f"{alert['metric']} {'>' if alert['above'] else '<'} {_num(alert['thr'], 3)}"
+    hook = {
+        "receiver": rng.choice(["router", "alert-router", "dgemma-router", "webhook"]),
+        "status": "firing",
+        "alerts": [
+            {
+                "status": "firing",
+                "labels": labels,
+                "annotations": annotations,
+                "startsAt": _go_time(t, nanos),
+                "endsAt": "0001-01-01T00:00:00Z",
+                "generatorURL": f"http://prometheus-{rng.randint(0, 1)}:9090/graph"
+                f"?g0.expr={urllib.parse.quote_plus(expr)}&g0.tab=1",
+                "fingerprint": labels_fingerprint(labels),
+            }
+        ],
+        "groupLabels": {"alertname": title},
+        "commonLabels": labels,
+        "commonAnnotations": annotations,
+        "externalURL": rng.choice(
+            ["http://alertmanager:9093", "http://alertmanager.monitoring.svc:9093", "https://am.example.com"]
+        ),
+        "version": "4",
+        "groupKey": f'{{}}:{{alertname="{title}"}}',
+        "truncatedAlerts": 0,
+    }
+    started = t.replace(microsecond=nanos // 1000).isoformat()  # Python keeps microseconds
+    return hook, _grouped_state("alertmanager", title, labels, annotations, started)
+
+
+GRAFANA_FOLDERS = {
+    "database": ["Databases", "Postgres", "Data"],
+    "network": ["Network", "Edge", "DNS"],
+    "application": ["Services", "Apps", "Kubernetes"],
+}
+NEUTRAL_FOLDERS = ["Production", "Alerts", "SRE", "Infrastructure", "On-call"]
+
+
+def render_grafana(rng: random.Random, alert: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Grafana webhook contact point's body with this alert, and the state the router builds."""
+    title = alert_name(rng, alert["words"], "grafana")
+    folder = rng.choice(GRAFANA_FOLDERS[alert["team"]] if rng.random() < 0.4 else NEUTRAL_FOLDERS)
+    extra = {"grafana_folder": folder} if rng.random() < 0.7 else {}
+    labels = _sorted({"alertname": title, **extra, **alert["labels"], **_severity_label(rng, alert, 0.45)})
+    annotations = _sorted(_annotations(rng, alert, "grafana"))
+    offset = dt.timezone(dt.timedelta(hours=rng.choice([0, 0, 1, 2, -5, -4, 9, 5.5])))
+    t, micros = _started(rng).astimezone(offset), rng.randrange(10**6)
+    uid = _alnum(rng, 14)
+    base = rng.choice(["https://grafana.example.com", "https://acme.grafana.net", "http://grafana:3000"])
+    value = round(alert["num"], 6)
+    body = {
+        "receiver": rng.choice(["router", "Alert router", "webhook"]),
+        "status": "firing",
+        "orgId": 1,
+        "alerts": [
+            {
+                "status": "firing",
+                "labels": labels,
+                "annotations": annotations,
+                "startsAt": _go_time(t, micros * 1000),
+                "endsAt": "0001-01-01T00:00:00Z",
+                "generatorURL": f"{base}/alerting/grafana/{uid}/view?orgId=1",
+                "fingerprint": _hex(rng, 16),
+                "silenceURL": f"{base}/alerting/silence/new?alertmanager=grafana"
+                f"&matcher=alertname%3D{urllib.parse.quote(title)}",
+                "dashboardURL": f"{base}/d/{_alnum(rng, 9)}" if "__dashboardUid__" in annotations else "",
+                "panelURL": "",
+                "values": {"B": value, "C": 1},
+                "valueString": f"[ var='B' labels={{}} value={value} ], [ var='C' labels={{}} value=1 ]",
+            }
+        ],
+        "groupLabels": {"alertname": title},
+        "commonLabels": labels,
+        "commonAnnotations": annotations,
+        "externalURL": base + "/",
+        "version": "1",
+        "groupKey": f'{{}}:{{alertname="{title}"}}',
+        "truncatedAlerts": 0,
+        "title": f"[FIRING:1] {title} ({folder})",
+        "state": "alerting",
+        "message": f"**Firing**\n\nValue: B={value}\nLabels:\n"
+        + "".join(f" - {k} = {v}\n" for k, v in labels.items()),
+    }
+    started = t.replace(microsecond=micros).isoformat()
+    return body, _grouped_state("grafana", title, labels, annotations, started)
+
+
+CM_RESOURCES = {
+    "host": ("gce_instance", "VM Instance"),
+    "pod": ("k8s_container", "Kubernetes Container"),
+    "node": ("k8s_node", "Kubernetes Node"),
+    "job": ("k8s_container", "Kubernetes Container"),
+    "db": ("cloudsql_database", "Cloud SQL Database"),
+    "service": ("prometheus_target", "Prometheus Target"),
+    "queue": ("pubsub_subscription", "Cloud Pub/Sub Subscription"),
+    "edge": ("https_lb_rule", "Google Cloud HTTP/S Load Balancing Rule"),
+    "dns": ("prometheus_target", "Prometheus Target"),
+    "cert": ("uptime_url", "Uptime Check URL"),
+    "link": ("vpn_gateway", "VPN Gateway"),
+    "endpoint": ("uptime_url", "Uptime Check URL"),
+    "target": ("prometheus_target", "Prometheus Target"),
+}
+
+
+RESOURCE_NAMES = dict(CM_RESOURCES.values())
+
+
+def _cm_resource(rng: random.Random, alert: dict[str, Any], project: str) -> tuple[str, dict[str, Any]]:
+    rtype, _ = CM_RESOURCES[alert["category"]]
+    if rtype == "cloudsql_database" and alert["engine"] not in ("postgres", "mysql"):
+        rtype = "prometheus_target"  # Cloud SQL runs PostgreSQL and MySQL only
+    labels: dict[str, Any] = {"project_id": project}
+    zone = rng.choice(REGIONS) + rng.choice(["-a", "-b", "-c"])
+    res = alert["resource"]
+    if rtype == "gce_instance":
+        labels.update(instance_id=str(rng.randrange(10**18, 10**19)), zone=zone)
+    elif rtype == "k8s_container":
+        pod = res if "/" not in res else res.split("/", 1)[1]
+        labels.update(
+            cluster_name=rng.choice(CLUSTERS),
+            container_name=pod.split("-")[0],
+            location=zone,
+            namespace_name=alert["labels"].get("namespace", "default"),
+            pod_name=pod,
+        )
+    elif rtype == "k8s_node":
+        labels.update(cluster_name=rng.choice(CLUSTERS), location=zone, node_name=res)
+    elif rtype == "cloudsql_database":
+        labels.update(database_id=f"{project}:{res}", region=zone[:-2])
+    elif rtype == "pubsub_subscription":
+        labels["subscription_id"] = res if res != alert["subject"] else f"{alert['subject']}-sub"
+    elif rtype == "https_lb_rule":
+        labels.update(
+            backend_service_name=alert["labels"].get("backend") or alert["labels"].get("upstream") or res,
+            forwarding_rule_name=f"{res}-fr",
+            region="global",
+            url_map_name=f"{res}-map",
+        )
+    elif rtype == "uptime_url":
+        labels["host"] = res.split("/")[2] if res.startswith("https://") else res.lstrip("*.")
+    elif rtype == "vpn_gateway":
+        labels.update(gateway_id=str(rng.randrange(10**18, 10**19)), region=zone[:-2])
+    else:
+        labels.update(
+            cluster=rng.choice(CLUSTERS),
+            instance=alert["labels"].get("instance", f"{res}:8080"),
+            job=alert["labels"].get("job", res),
+            location=zone,
+            namespace=alert["labels"].get("namespace", "default"),
+        )
+    return rtype, _sorted(labels)
+
+
+def _cm_text(value: Any) -> str:
+    """The router's text of a Cloud Monitoring label or value (strings as they are, others as JSON)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def render_cloud_monitoring(
+    rng: random.Random, alert: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Cloud Monitoring webhook (schema 1.2) incident for this alert, and the router's state."""
+    project = rng.choice(PROJECTS)
+    name = alert_name(rng, alert["words"], "cloud-monitoring")
+    rtype, rlabels = _cm_resource(rng, alert, project)
+    display = (
+        sentence(alert["metric"].replace("_", " ").split()) if alert["metric"] else sentence(alert["words"])
+    )
+    op = (">" if alert["above"] else "<") if rng.random() < 0.9 else ("≥" if alert["above"] else "≤")
+    condition = rng.choice(
+        [
+            f"{display} {op} {alert['threshold']}",
+            f"{sentence(alert['words'])}",
+            f"{display} for {alert['dur']}",
+        ]
+    )
+    if rng.random() < 0.2:
+        name = f"{name} - {rng.choice(ENVS)}" if rng.random() < 0.5 else f"[{rng.choice(ENVS)}] {name}"
+    metric_labels = {
+        k: v for k, v in alert["labels"].items() if k not in ("instance", "job", "namespace", "pod")
+    }
+    if rng.random() < 0.5:
+        metric_labels = dict(list(metric_labels.items())[: rng.randint(0, 2)])
+    user_labels = _severity_label(rng, alert, 0.15)
+    if rng.random() < 0.3:
+        user_labels["env"] = rng.choice(ENVS)
+    observed = f"{alert['num']:.3f}"
+    threshold = _num(alert["thr"], 3)
+    res_display = alert["resource"]
+    mlabels = ", ".join(f"{k}={v}" for k, v in metric_labels.items())
+    with_labels = f" with metric labels {{{mlabels}}}" if mlabels else ""
+    if rng.random() < 0.75:  # Google's own summary of a threshold condition
+        summary = (
+            f"{display} for {project} {res_display}{with_labels} is {'above' if alert['above'] else 'below'} "
+            "the threshold of "
+            f"{alert['thr']:.3f} with a value of {observed}."
+        )
+    else:
+        summary = alert["summary"]
+    doc: dict[str, Any] | None = None
+    if rng.random() < 0.75:
+        content = alert["summary"] + "." + (f" {alert['description']}" if alert["description"] else "")
+        subject_line = None
+        if rng.random() < 0.5:
+            word = {"critical": "Critical", "error": "Error", "warning": "Warning", "info": "Info"}[
+                alert["severity"]
+            ]
+            tag = f"[ALERT - {word}] " if rng.random() < 0.6 and not alert["ambiguous"] else "[ALERT] "
+            subject_line = f"{tag}{sentence(alert['words'])} on {res_display}"
+        doc = {"content": content, "mime_type": "text/markdown", "subject": subject_line}
+    t = _started(rng)
+    iid = f"0.{_alnum(rng, 12)}"
+    # The policy's severity (set on about half the policies; none on the ambiguous share).
+    severity: str | None = None
+    if not alert["ambiguous"] and rng.random() < 0.5:
+        severity = {"critical": "Critical", "error": "Error", "warning": "Warning", "info": "No severity"}[
+            alert["severity"]
+        ]
+    elif rng.random() < 0.5:
+        severity = "No severity"
+    incident: dict[str, Any] = {
+        "condition": {
+            "displayName": condition,
+            "name": f"projects/{project}/alertPolicies/{rng.randrange(10**19)}"
+            f"/conditions/{rng.randrange(10**19)}",
+            "conditionThreshold": {
+                "comparison": "COMPARISON_GT" if alert["above"] else "COMPARISON_LT",
+                "duration": rng.choice(["0s", "60s", "300s"]),
+                "thresholdValue": alert["thr"],
+            },
+        },
+        "condition_name": condition,
+        "documentation": doc,
+        "ended_at": None,
+        "incident_id": iid,
+        "metadata": {"system_labels": {}, "user_labels": {}},
+        "metric": {
+            "displayName": display,
+            "labels": _sorted(metric_labels),
+            "type": f"prometheus.googleapis.com/{alert['metric'] or snake(alert['words'])}/gauge",
+        },
+        "observed_value": observed if rng.random() < 0.85 else round(alert["num"], 3),
+        "policy_name": name,
+        "policy_user_labels": _sorted(user_labels),
+        "resource": {"labels": rlabels, "type": rtype},
+        "resource_display_name": res_display if rng.random() < 0.8 else "",
+        "resource_id": "",
+        "resource_name": f"{project} {res_display}",
+        "resource_type_display_name": RESOURCE_NAMES[rtype],
+        "scoping_project_id": project,
+        "scoping_project_number": rng.randrange(10**11, 10**12),
+        "severity": severity,
+        "started_at": int(t.timestamp()),
+        "state": "open",
+        "summary": summary,
+        "threshold_value": threshold,
+        "url": f"https://console.cloud.google.com/monitoring/alerting/alerts/{iid}?channelType=webhook&project={project}",
+    }
+    if doc is None:
+        del incident["documentation"]
+    if severity is None:
+        del incident["severity"]
+    # The router: labels are the resource's, the metric's, the policy's severity (as `severity`),
+    # then the policy's user labels.
+    level = (severity or "").lower()
+    labels = {
+        **{k: _cm_text(v) for k, v in rlabels.items()},
+        **_sorted(metric_labels),
+        **({"severity": level} if level in ("critical", "error", "warning") else {}),
+        **_sorted(user_labels),
+    }
+    annotations = {
+        "documentation": doc["content"] if doc else None,
+        "subject": doc["subject"] if doc else None,
+        "condition": condition,
+        "resource": incident["resource_display_name"] or incident["resource_name"],
+        "observed_value": _cm_text(incident["observed_value"]),
+        "threshold_value": threshold,
+    }
+    state: dict[str, Any] = {
+        "alert": name.strip(),
+        "summary": summary.strip() or name.strip(),
+        "source": "cloud-monitoring",
+    }
+    if labels:
+        state["labels"] = labels
+    kept = {k: v for k, v in annotations.items() if v}
+    if kept:
+        state["annotations"] = kept
+    state["started_at"] = dt.datetime.fromtimestamp(incident["started_at"], tz=dt.UTC).isoformat()
+    return {"incident": incident, "version": "1.2"}, state
+
+
+RENDERERS = {
+    "alertmanager": render_alertmanager,
+    "grafana": render_grafana,
+    "cloud-monitoring": render_cloud_monitoring,
+}
+
+
+def sdk_state(rng: random.Random, alert: dict[str, Any]) -> str | dict[str, Any]:
+    """A state as a person writes one for the SDK: a small dict like the README's
+    ({"alert": "DiskUsageHigh", "host": "db-1", "value": "97%", "for": "15m"}) or one line of text."""
+    name = camel(alert["words"]).replace("/", "")
+    key, subj, value = alert["subject_key"], alert["subject"], alert["value"]
+    r = rng.random()
+    if r < 0.45:
+        state: dict[str, Any] = {"alert": name, key: subj, "value": value}
+        if rng.random() < 0.7:
+            state["for"] = alert["dur"]
+        if rng.random() < 0.15 and not alert["ambiguous"]:
+            state["severity"] = rng.choice(SEVERITY_LABEL[alert["severity"]])
+        return state
+    if r < 0.6:
+        return {"alert": name, "summary": alert["summary"]}
+    if r < 0.8:
+        return rng.choice(
+            [
+                f"{name} on {subj}: {value} for {alert['dur']}",
+                f"{alert['summary']}",
+                f"[FIRING] {name} {subj} {value}",
+                f"{name}: {alert['summary']}",
+            ]
+        )
+    return f"{alert['summary']}. {alert['description']}".strip() if alert["description"] else alert["summary"]
+
+
+def example(rng: random.Random, source: str | None = None) -> dict[str, Any]:
+    """One alert as a sender delivers it: source, payload, the router's state, the answers."""
+    alert = make_alert(rng)
+    source = source or rng.choice(SOURCES)
+    payload, state = RENDERERS[source](rng, alert)
+    return {
+        "source": source,
+        "payload": payload,
+        "state": state,
+        "alert": alert,
+        "team": alert["team"],
+        "severity": alert["severity"],
+        "page": alert["page"],
+    }
+
+
+def examples(split: str, n: int, source: str | None = None) -> list[dict[str, Any]]:
+    """The first n alerts of a split (of one source, or each from a drawn source)."""
+    rng = random.Random(f"alert-corpus:{SPLIT_SEEDS[split]}:{source or 'any'}")
+    return [example(rng, source) for _ in range(n)]
+
+
+def sdk_examples(split: str, n: int) -> list[dict[str, Any]]:
+    """The first n SDK-style states of a split, with their answers on the SDK example's scale."""
+    rng = random.Random(f"alert-corpus:{SPLIT_SEEDS[split]}:sdk")
+    out = []
+    for _ in range(n):
+        alert = make_alert(rng)
+        out.append({"state": sdk_state(rng, alert), "alert": alert, **sdk_answers(alert)})
+    return out
+
+
+def sdk_answers(alert: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "team": SDK_TEAMS[TEAMS.index(alert["team"])],
+        "severity": TO_SDK_LEVEL[alert["severity"]],
+        "page": alert["page"],
+    }
+
+
+# -- the questions ---------------------------------------------------------------------------------
+
+
+class Question(NamedTuple):
+    """A question as the engine reads it: kind, instructions (None: no "Question:" line), option
+    names in the request's order, and their descriptions (None: none)."""
+
+    kind: str
+    instructions: str | None
+    options: tuple[str, ...]
+    descriptions: tuple[str | None, ...]
+
+
+def policy_questions(path: Path = POLICY) -> dict[str, Question]:
+    """The default policy's three questions, as app/alerts/policy.py asks them (teams and levels in
+    the policy's order, team descriptions as the choice's criteria)."""
+    spec = tomllib.loads(path.read_text())
+    q = spec["questions"]
+    teams = spec["teams"]
+    levels = tuple(spec["severity"]["levels"])
+    return {
+        "page": Question("noul", q["page"], ("yes", "no"), (None, None)),
+        "team": Question("choice", q["team"], tuple(teams), tuple(t["description"] for t in teams.values())),
+        "severity": Question("score", q["severity"], levels, (None,) * len(levels)),
+    }
+
+
+SDK_QUESTIONS = {
+    "page": Question("noul", SDK_PAGE, ("yes", "no"), (None, None)),
+    "team": Question("choice", None, SDK_TEAMS, (None,) * 3),
+    "severity": Question("score", None, SDK_LEVELS, (None,) * 3),
+}
+
+
+def answer_index(question: Question, name: str, answers: dict[str, Any]) -> int:
+    if name == "page":
+        return 0 if answers["page"] else 1
+    return question.options.index(answers[name])
+
+
+def option_order(n: int, k: int) -> tuple[int, ...]:
+    """The gateway's k-th option order (app/gateway/decisions/plan.py's, copied: the engine reads
+    these on adaptive and debias re-reads): 0 as asked, 1 reversed, then shuffles seeded by (n, attempt)."""
+    seen: list[tuple[int, ...]] = []
+    identity = tuple(range(n))
+    candidates = [identity, identity[::-1]]
+    attempt = 0
+    while len(seen) <= k:
+        if candidates:
+            cand = candidates.pop(0)
+        else:
+            r = random.Random(hashlib.sha256(f"order:{n}:{attempt}".encode()).digest())
+            perm = list(identity)
+            r.shuffle(perm)
+            cand = tuple(perm)
+            attempt += 1
+        if cand not in seen:
+            seen.append(cand)
+    return seen[k]
+
+
+Read = tuple[Any, str, "str | None", list[str], "list[str | None]", int, str]
+
+
+def read_of(state: Any, question: Question, right: int, order: tuple[int, ...], tag: str) -> Read:
+    """(state, kind, instructions, options, descriptions, right index, tag) with options in `order`."""
+    return (
+        state,
+        question.kind,
+        question.instructions,
+        [question.options[i] for i in order],
+        [question.descriptions[i] for i in order],
+        order.index(right),
+        tag,
+    )
+
+
+def train_stream(
+    seed: int, policy: dict[str, Question], reordered_share: Callable[[], float] = lambda: 0.25
+) -> Iterator[Read]:
+    """Endless reads of realistic alerts: the router's states (three sources) with the policy's
+    questions, and SDK-style states with the SDK example's questions (a fifth of each the other
+    way round). Options come in the request's order, except a share (`reordered_share()`, asked
+    per read) in the gateway's other orders, which adaptive re-reads and debias send."""
+    rng = random.Random(f"alert-corpus:train:{seed}")
+    while True:
+        alert = make_alert(rng)
+        if rng.random() < 0.75:
+            source = rng.choice(SOURCES)
+            state: Any = RENDERERS[source](rng, alert)[1]
+            questions, answers, tag = (
+                (policy, alert, "policy")
+                if rng.random() < 0.85
+                else (SDK_QUESTIONS, sdk_answers(alert), "sdk")
+            )
+        else:
+            state = sdk_state(rng, alert)
+            questions, answers, tag = (
+                (SDK_QUESTIONS, sdk_answers(alert), "sdk")
+                if rng.random() < 0.8
+                else (policy, alert, "policy")
+            )
+        name = rng.choices(("page", "team", "severity"), weights=(0.3, 0.3, 0.4))[0]
+        q = questions[name]
+        right = answer_index(q, name, answers)
+        order = tuple(range(len(q.options)))
+        if rng.random() < reordered_share():
+            if name == "page":
+                # The gateway's re-reads of a noul: yes/no as lettered options, both orders.
+                q = Question("choice", q.instructions, q.options, q.descriptions)
+                order = (1, 0) if rng.random() < 0.5 else (0, 1)
+                name = "page-as-choice"
+            elif rng.random() < 0.5:
+                order = option_order(len(q.options), rng.choice([1, 1, 2, 3]))
+            else:  # debias sends orders of the sorted options, other clients any order
+                order = tuple(rng.sample(range(len(q.options)), len(q.options)))
+        yield read_of(state, q, right, order, f"{tag}:{name}")
