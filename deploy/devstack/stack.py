@@ -73,14 +73,19 @@ def ensure_tiny_model(out: Path, engine_python: Path) -> None:
         raise ConfigError(f"generating the tiny model in {out} failed (exit {done.returncode})")
 
 
-def toy_task() -> ModuleType:
-    """deploy/models/scripts/toy_task.py, the toy's task: standard library only, shared by the engine's
+def script_module(name: str) -> ModuleType:
+    """A standard-library module of deploy/models/scripts/ (the toy's tasks), shared by the engine's
     scripts (run by path) and the kit."""
-    spec = importlib.util.spec_from_file_location("toy_task", SCRIPTS / "toy_task.py")
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def toy_task() -> ModuleType:
+    """deploy/models/scripts/toy_task.py, the toy's one-line task."""
+    return script_module("toy_task")
 
 
 def verify_toy_model(directory: Path = TOY_DIR) -> Path:

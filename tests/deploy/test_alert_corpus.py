@@ -5,7 +5,6 @@ are deterministic and held out."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from itertools import pairwise
@@ -20,18 +19,14 @@ from app.alerts.records import SOURCES
 from app.alerts.settings import DEFAULT_POLICY
 from app.gateway.decisions.plan import Spec, option_order, render
 from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion
-from deploy.models import SCRIPTS
+from deploy.devstack.stack import script_module
 
 pytestmark = pytest.mark.unit
 
 
 def _load() -> ModuleType:
     """The generator as the engine's python runs it: by path, standard library only."""
-    spec = importlib.util.spec_from_file_location("alert_corpus", SCRIPTS / "alert_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("alert_corpus")
 
 
 corpus = _load()

@@ -3,7 +3,6 @@ engine reads, and `dgemma eval` scores it through the gateway (debias order-inva
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -22,9 +21,9 @@ from app.gateway.decisions.calibration import scaled
 from app.gateway.decisions.calibration_file import Calibration
 from app.gateway.main import create_app
 from app.jev.wire import ReadPolicy
-from deploy.devstack.stack import TOY_MODEL
+from deploy.devstack.stack import TOY_MODEL, script_module
 from deploy.devstack.stack import toy_task as toy_task_module
-from deploy.models import SCRIPTS, TOY_DIR
+from deploy.models import TOY_DIR
 from deploy.runtime.settings import EngineSettings
 from devtools.stack import LocalStack, local_stack
 from tests.helpers.gateway import answer_probs, gateway_settings, serving
@@ -39,11 +38,7 @@ SDK_STATE = {"alert": "DiskUsageHigh", "host": "db-1", "value": "97%", "for": "1
 
 
 def _alert_corpus() -> Any:
-    spec = importlib.util.spec_from_file_location("alert_corpus", SCRIPTS / "alert_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("alert_corpus")
 
 
 @pytest.fixture(scope="module")
