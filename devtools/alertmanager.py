@@ -57,7 +57,7 @@ def _http_config(auth: Auth | None) -> dict[str, Any]:
 
 
 def config(
-    receiver_url: str,
+    receiver_url: str | Sequence[str],
     *,
     auth: Auth | None = None,
     group_by: Sequence[str] = ("alertname",),
@@ -67,10 +67,14 @@ def config(
     max_alerts: int = 0,
     send_resolved: bool = True,
 ) -> dict[str, Any]:
-    """Alertmanager's configuration: one route, one webhook receiver."""
-    webhook: dict[str, Any] = {"url": receiver_url, "send_resolved": send_resolved, "max_alerts": max_alerts}
-    if http_config := _http_config(auth):
-        webhook["http_config"] = http_config
+    """Alertmanager's configuration: one route, one receiver with a webhook per URL (each is
+    notified, and retried, on its own)."""
+    webhooks = []
+    for url in [receiver_url] if isinstance(receiver_url, str) else receiver_url:
+        webhook: dict[str, Any] = {"url": url, "send_resolved": send_resolved, "max_alerts": max_alerts}
+        if http_config := _http_config(auth):
+            webhook["http_config"] = http_config
+        webhooks.append(webhook)
     return {
         "route": {
             "receiver": RECEIVER,
@@ -79,7 +83,7 @@ def config(
             "group_interval": group_interval,
             "repeat_interval": repeat_interval,
         },
-        "receivers": [{"name": RECEIVER, "webhook_configs": [webhook]}],
+        "receivers": [{"name": RECEIVER, "webhook_configs": webhooks}],
     }
 
 
@@ -195,7 +199,12 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def alertmanager(
-    root: Path, receiver_url: str, *, timeout_s: float = 20, log_level: str = "debug", **options: Any
+    root: Path,
+    receiver_url: str | Sequence[str],
+    *,
+    timeout_s: float = 20,
+    log_level: str = "debug",
+    **options: Any,
 ) -> Iterator[Alertmanager]:
     """Run Alertmanager (config, data and log under `root`) posting every alert to `receiver_url`
     (`options`: the rest of `config`'s arguments) until the block ends; RuntimeError with its log

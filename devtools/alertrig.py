@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -74,12 +75,12 @@ attempts = 1
 """
 
 
-def write_policy(root: Path, pagerduty_url: str, audit_url: str) -> Path:
-    """The rig's policy (and the PagerDuty key file beside it) under `root`."""
+def write_policy(root: Path, pagerduty_url: str, audit_url: str, text: str = POLICY) -> Path:
+    """The rig's policy (or `text`, of the same sinks), and the PagerDuty key file beside it, under `root`."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "pagerduty.key").write_text(ROUTING_KEY + "\n")
     policy = root / "policy.toml"
-    policy.write_text(POLICY.replace("{pagerduty}", pagerduty_url).replace("{audit}", audit_url))
+    policy.write_text(text.replace("{pagerduty}", pagerduty_url).replace("{audit}", audit_url))
     return policy
 
 
@@ -153,12 +154,26 @@ class Proxy:
         return r.status_code, {"content-type": r.headers.get("content-type", "application/json")}, r.content
 
 
+@dataclass
+class RouterProcess:
+    url: str
+    proc: subprocess.Popen[bytes]
+    port: int
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies at once, mid-work (a crash, an instance reclaimed)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+
 @contextmanager
-def router_process(log: Path, policy: Path, gateway_url: str, **env: str) -> Iterator[str]:
-    """`dgemma alerts serve` on a free port with this policy and gateway (`env`: more settings, or
-    GCE_METADATA_HOST for ID tokens) until the block ends; yields its URL. RuntimeError with its log
-    if it does not become ready."""
-    port = free_port()
+def router(
+    log: Path, policy: Path, gateway_url: str, *, port: int | None = None, **env: str
+) -> Iterator[RouterProcess]:
+    """`dgemma alerts serve` on `port` (a free one by default) with this policy and gateway (`env`:
+    more settings, or GCE_METADATA_HOST for ID tokens) until the block ends. RuntimeError with its
+    log if it does not become ready."""
+    port = port or free_port()
     clean = {k: v for k, v in os.environ.items() if not k.startswith("DGEMMA_") and k != "PORT"}
     settings = {
         "DGEMMA_ALERTS_PORT": str(port),
@@ -166,7 +181,7 @@ def router_process(log: Path, policy: Path, gateway_url: str, **env: str) -> Ite
         "DGEMMA_ALERTS_GATEWAY_URL": gateway_url,
         "DGEMMA_LOG_LEVEL": "INFO",
     }
-    with log.open("wb") as out:
+    with log.open("ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "deploy.cli", "alerts", "serve"],
             cwd=ROOT,
@@ -179,6 +194,13 @@ def router_process(log: Path, policy: Path, gateway_url: str, **env: str) -> Ite
         url = f"http://127.0.0.1:{port}"
         if not wait_http_ok(f"{url}/readyz", 30, abort=lambda: proc.poll() is not None):
             raise RuntimeError(f"the router did not start:\n{log.read_text(errors='replace')[-4000:]}")
-        yield url
+        yield RouterProcess(url, proc, port)
     finally:
         stop(proc)
+
+
+@contextmanager
+def router_process(log: Path, policy: Path, gateway_url: str, **env: str) -> Iterator[str]:
+    """`router`, yielding its URL."""
+    with router(log, policy, gateway_url, port=None, **env) as proc:
+        yield proc.url

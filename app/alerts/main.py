@@ -11,12 +11,14 @@ from pydantic import SecretStr
 
 from app.alerts import routes
 from app.alerts.audit import AuditLog
+from app.alerts.ledger import Ledger
 from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
 from app.alerts.records import Source
 from app.alerts.senders import SenderAuth
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import Sink, build_sinks
+from app.alerts.store import GcsStore, MemoryStore, ObjectStore
 from app.alerts.triage import Triage
 from app.core.http_errors import install_error_handlers
 from app.core.identity import IdTokens
@@ -64,9 +66,11 @@ def create_router_app(
     policy: Policy | None = None,
     gateway: JevClient | None = None,
     sinks: dict[str, Sink] | None = None,
+    store: ObjectStore | None = None,
 ) -> FastAPI:
-    """The router. `gateway` and `sinks` replace the HTTP client of the decision service and the
-    policy's sinks (tests). Raises ConfigError (a source without credentials, a bad policy)."""
+    """The router. `gateway`, `sinks` and `store` replace the HTTP client of the decision service,
+    the policy's sinks and the ledger's store (tests). Raises ConfigError (a source without
+    credentials, a bad policy, a bad ledger URL)."""
     policy = policy or Policy.load(settings.alerts_policy_file)
     senders = sender_auth(settings)
     gateway = gateway or JevClient(
@@ -76,6 +80,8 @@ def create_router_app(
     )
     sinks = sinks if sinks is not None else build_sinks(policy.sink_configs)
     metrics = RouterMetrics()
+    if store is None:
+        store = GcsStore(settings.alerts_ledger_url) if settings.alerts_ledger_url else MemoryStore()
     triage = Triage(
         policy,
         gateway,
@@ -86,10 +92,13 @@ def create_router_app(
         max_concurrency=settings.alerts_max_concurrency,
         audit=AuditLog(settings.alerts_audit_file),
         mode=settings.alerts_mode,
+        ledger=Ledger(store, claim_s=settings.alerts_ledger_claim_s),
+        scan_s=settings.alerts_ledger_scan_s,
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await triage.start()
         try:
             yield
         finally:

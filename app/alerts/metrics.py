@@ -40,6 +40,17 @@ class RouterMetrics(HttpMetrics):
         self.failed = Counter(
             "dgemma_alerts_failed", "Deliveries a sink refused or missed.", ["sink"], registry=r
         )
+        self.ledger_errors = Counter(
+            "dgemma_alerts_ledger_errors",
+            "Alerts routed without the shared ledger (its store did not answer): paged from this "
+            "process's memory, so another instance may page them again.",
+            registry=r,
+        )
+        self.resumed = Counter(
+            "dgemma_alerts_resumed",
+            "Late classifications of fallback pages this process took over (from the ledger's pending list).",
+            registry=r,
+        )
         self.decision_seconds = Histogram(
             "dgemma_alerts_decision_seconds",
             "Time to an alert's classification, from the router (within the budget only).",

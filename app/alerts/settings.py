@@ -34,6 +34,20 @@ class AlertRouterSettings(KitSettings):
     resolution), beside the log line each record always is. On Cloud Run, read the log instead
     (`jsonPayload.audit`): the instance's disk is memory."""
 
+    alerts_ledger_url: str | None = None
+    """Where the ledger keeps each alert episode's decision and what each sink got: `gs://bucket/prefix`,
+    shared by every instance and revision of the router (Terraform makes the bucket, writable by the
+    router's identity only), so that a page goes out once across instances, restarts and deploys, and
+    a fallback page's late classification survives its instance. Unset: this process's memory (one
+    instance; a restart forgets it)."""
+    alerts_ledger_claim_s: float = Field(60.0, ge=1, le=600)
+    """How long a process's claim on a send (or on a late classification, renewed as it runs) keeps
+    other processes off it. Past it, a crashed process's work is taken over; longer than a sink's
+    slowest call with its retries."""
+    alerts_ledger_scan_s: float = Field(30.0, gt=0, le=3600)
+    """How often the router looks for fallback pages whose classification no live process is doing
+    (besides at start and on each delivery)."""
+
     alerts_gateway_url: str = "http://127.0.0.1:8080"
     """The decision service (the gateway) the router asks."""
     alerts_gateway_api_key: SecretStr | None = None
@@ -78,6 +92,13 @@ class AlertRouterSettings(KitSettings):
         ):
             if path is not None and not path.is_file():
                 raise ValueError(f"{name}={path} is not a readable file")
+        if self.alerts_ledger_url is not None:
+            from app.core.storage import parse_gs
+
+            try:
+                parse_gs(self.alerts_ledger_url)
+            except ValueError as e:
+                raise ValueError(f"DGEMMA_ALERTS_LEDGER_URL: {e}") from e
         return self
 
     def gateway_key(self) -> str | None:

@@ -13,16 +13,20 @@ A resolved alert needs no read: the sinks that got its page get its resolution.
 In shadow mode every firing alert pages as it was sent (the fallback route, the sender's severity),
 and the policy's decision is only recorded: what it would have done.
 
-The ledger remembers, per alert, what each sink already got; a sink that fails makes the whole
-delivery answer 502 so the sender retries, and the retry delivers only what is missing.
+The ledger (app/alerts/ledger.py) keeps, per alert episode, the page chosen and what each sink
+already got, in a store every router process may share (Cloud Storage): whichever process decides
+first, its page is the one delivered, once per sink; a sink that fails makes the whole delivery
+answer 502 so the sender retries (here or at another instance), and the retry delivers only what is
+missing. A fallback page waiting for its classification is listed there too, and whichever process
+runs next takes it over: at start, on each delivery, and every `scan_s`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -30,55 +34,16 @@ from typing import Any
 
 from app.alerts.audit import AuditLog, AuditRecord, Event, Mode
 from app.alerts.errors import DeliveryFailed
+from app.alerts.ledger import CLASSIFY, RESOLVED, UPDATED, Claim, Episode, Ledger, Pending
 from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
 from app.alerts.records import Alert, Page
 from app.alerts.sinks import Sink, SinkError
+from app.alerts.store import LedgerUnavailable, MemoryStore
 from app.core.errors import EngineUnavailable, ServiceError
 from app.jev.client import JevClient
 
 log = logging.getLogger("app.alerts")
-
-
-class Ledger:
-    """Per alert, the page chosen for it and what each sink already got (bounded: the oldest alerts
-    are forgotten first). The page is remembered before it is delivered, so a sender's retry
-    completes the same page on the sinks that missed it instead of asking the model again."""
-
-    def __init__(self, size: int = 100_000) -> None:
-        self._size = size
-        self._done: OrderedDict[str, set[str]] = OrderedDict()
-        self._pages: dict[str, Page] = {}
-
-    def done(self, key: str, step: str) -> bool:
-        return step in self._done.get(key, set())
-
-    def mark(self, key: str, step: str) -> None:
-        self._done.setdefault(key, set()).add(step)
-        self._done.move_to_end(key)
-        while len(self._done) > self._size:
-            old, _ = self._done.popitem(last=False)
-            self._pages.pop(old, None)
-
-    def page(self, key: str) -> Page | None:
-        return self._pages.get(key)
-
-    def remember(self, page: Page) -> None:
-        self._pages[page.alert.key] = page
-        self.mark(page.alert.key, "chosen")
-
-    def forget(self, key: str) -> None:
-        """A new episode of the alert (it fires again after it was resolved)."""
-        self._done.pop(key, None)
-        self._pages.pop(key, None)
-
-    def sinks(self, key: str) -> set[str]:
-        """The sinks that got a page or ticket for the alert."""
-        return {
-            step.rsplit(":", 1)[1]
-            for step in self._done.get(key, set())
-            if step.startswith(("page", "ticket"))
-        }
 
 
 @dataclass(frozen=True)
@@ -128,6 +93,8 @@ class Triage:
         max_concurrency: int,
         audit: AuditLog | None = None,
         mode: Mode = "act",
+        ledger: Ledger | None = None,
+        scan_s: float = 30.0,
     ) -> None:
         self.policy = policy
         self.audit = audit or AuditLog()
@@ -138,19 +105,34 @@ class Triage:
         self.budget_s = budget_s
         self.reclassify_for_s = reclassify_for_s
         self.max_concurrency = max_concurrency
-        self.ledger = Ledger()
+        self.ledger = ledger or Ledger(MemoryStore())
+        # When the shared store does not answer, alerts are routed from this process's memory:
+        # paged (perhaps once more by another instance) rather than held back.
+        self._local = Ledger(MemoryStore(), claim_s=self.ledger.claim_s, owner=self.ledger.owner)
+        self.scan_s = scan_s
+        self.claim_wait_s = min(5.0, self.ledger.claim_s)  # a live claim of another process: wait this long
         self.retry_base_s, self.retry_cap_s = 2.0, 60.0  # between classification attempts
         self._locks = KeyedLocks()
         self._later: dict[str, asyncio.Task[None]] = {}  # alert key -> its pending classification
+        self._last_scan = -float("inf")
+        self._scanning: asyncio.Task[None] | None = None
+        self._scanner: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Take over the pending classifications other processes left, now and every `scan_s`."""
+        self._scanner = asyncio.create_task(self._scan_forever())
 
     async def aclose(self) -> None:
-        for task in self._later.values():
+        tasks = [t for t in (self._scanner, self._scanning) if t is not None]
+        tasks += self._later.values()
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._later.values(), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def handle(self, alerts: list[Alert]) -> dict[str, int]:
         """Route one delivery's alerts; the outcome counts. Raises DeliveryFailed (502) when a sink
         failed, after trying every alert, so the sender retries the delivery."""
+        self._scan_soon()
         gate = asyncio.Semaphore(self.max_concurrency)
         results = await asyncio.gather(*(self._one(a, gate) for a in alerts), return_exceptions=True)
         counts: dict[str, int] = {}
@@ -169,36 +151,47 @@ class Triage:
     async def _one(self, alert: Alert, gate: asyncio.Semaphore) -> str:
         self.metrics.received.labels(alert.source, alert.status).inc()
         async with self._locks(alert.key):
-            return await self._route(alert, gate)
+            try:
+                return await self._route(alert, gate, self.ledger)
+            except LedgerUnavailable as e:
+                log.error("%s; routing %s from this process's memory", e, alert.key)
+                self.metrics.ledger_errors.inc()
+                return await self._route(alert, gate, self._local)
 
-    async def _route(self, alert: Alert, gate: asyncio.Semaphore) -> str:
+    async def _route(self, alert: Alert, gate: asyncio.Semaphore, ledger: Ledger) -> str:
+        ep = await ledger.episode(alert)
         if alert.status == "resolved":
-            await self._resolve(alert)
+            await self._resolve(ep)
             return "resolved"
-        if self.ledger.done(alert.key, "resolved"):
-            self.ledger.forget(alert.key)  # it fires again: a new page
-        chosen = self.ledger.page(alert.key)
+        if ep.done(RESOLVED):
+            if alert.started_at is not None:  # the same episode: a sender's late retry, not a re-fire
+                log.info("a firing of %s after its resolution: already resolved, not paged", alert.key)
+                return "duplicate"
+            await ep.forget()  # no start time to tell episodes apart: it fires again, a new page
+        chosen = await ep.page()
         if chosen is not None:  # a sender's repeat or retry: only the sinks that missed the page
-            await self._deliver(chosen)
+            await self._deliver(ep, chosen)
             return "duplicate"
         if self.mode == "shadow":
-            return await self._shadow(alert, gate)
+            return await self._shadow(ep, gate)
         rule = self.policy.rule_for(alert)
         if rule is not None and not rule.classify:  # the model is never asked
-            page = self.policy.decide(alert, None)
-            self._record(page)
-            self.ledger.remember(page)
-            await self._deliver(page)
-            return page.action
+            return await self._decided(ep, self.policy.decide(alert, None))
         answered = await self._classify(alert, gate)
         if isinstance(answered, Unclassified):
-            return await self._fallback(answered.page, retry=answered.retry)
+            return await self._fallback(ep, answered.page, retry=answered.retry)
         page = self.policy.decide(alert, answered[0], calibrated=answered[1])
         self.metrics.classified.labels(page.action).inc()
-        self._record(page)
-        self.ledger.remember(page)
-        await self._deliver(page)
-        return page.action
+        return await self._decided(ep, page)
+
+    async def _decided(self, ep: Episode, page: Page) -> str:
+        """Make `page` the episode's decision, record it, deliver it; when another process decided
+        first, deliver that one instead."""
+        chosen, won = await ep.choose(page)
+        if won:
+            self._record(chosen)
+        await self._deliver(ep, chosen)
+        return chosen.action if won else "duplicate"
 
     async def _classify(
         self, alert: Alert, gate: asyncio.Semaphore
@@ -223,27 +216,28 @@ class Triage:
             self.metrics.decision_seconds.observe(time.perf_counter() - started)
         return answered
 
-    async def _shadow(self, alert: Alert, gate: asyncio.Semaphore) -> str:
+    async def _shadow(self, ep: Episode, gate: asyncio.Semaphore) -> str:
         """Page as sent, then record what the policy would have done (also when the page failed:
         the sender's retry only completes the page)."""
-        sent = self.policy.as_sent(alert)
-        self.ledger.remember(sent)
+        alert = ep.alert
+        sent, won = await ep.choose(self.policy.as_sent(alert))
         try:
-            await self._deliver(sent)
+            await self._deliver(ep, sent)
         finally:
-            rule = self.policy.rule_for(alert)
-            would: Page
-            if rule is not None and not rule.classify:
-                would = self.policy.decide(alert, None)
-            else:
-                answered = await self._classify(alert, gate)
-                would = (
-                    answered.page
-                    if isinstance(answered, Unclassified)
-                    else self.policy.decide(alert, answered[0], calibrated=answered[1])
-                )
-            self._record(sent, would=would)
-        return "shadow"
+            if won:
+                rule = self.policy.rule_for(alert)
+                would: Page
+                if rule is not None and not rule.classify:
+                    would = self.policy.decide(alert, None)
+                else:
+                    answered = await self._classify(alert, gate)
+                    would = (
+                        answered.page
+                        if isinstance(answered, Unclassified)
+                        else self.policy.decide(alert, answered[0], calibrated=answered[1])
+                    )
+                self._record(sent, would=would)
+        return "shadow" if won else "duplicate"
 
     def _record(self, page: Page, *, event: Event = "decision", would: Page | None = None) -> None:
         """The decision's audit record, and its count by action and route."""
@@ -253,86 +247,194 @@ class Triage:
             counted = would or page
             self.metrics.decisions.labels(self.mode, counted.action, counted.route).inc()
 
-    async def _fallback(self, page: Page, *, retry: bool) -> str:
+    async def _fallback(self, ep: Episode, page: Page, *, retry: bool) -> str:
         """Page now, unclassified (the fallback route, or its rule's team), and classify later when
-        `retry`."""
+        `retry`: listed as pending in the ledger first, so that another process finishes it if
+        this one dies."""
+        chosen, won = await ep.choose(page)
+        if not won:
+            await self._deliver(ep, chosen)
+            return "duplicate"
         self.metrics.fallback.inc()
-        self._record(page)
-        self.ledger.remember(page)
-        key = page.alert.key
-        if retry and key not in self._later:
-            self._later[key] = asyncio.create_task(self._classify_later(page.alert))
-        await self._deliver(page)
+        self._record(chosen)
+        if retry:
+            await ep.ledger.add_pending(ep.alert)
+            await self._resume(ep, time.time())
+        await self._deliver(ep, chosen)
         return "fallback"
 
-    async def _deliver(self, page: Page) -> None:
+    async def _deliver(self, ep: Episode, page: Page) -> None:
         """The page to its route's sinks, each at most once per kind of delivery."""
         step = f"{page.action}.{'classified' if page.classified else 'fallback'}"
-        names = self.policy.sinks_of(page.route, page.action)
-        await self._each(page.alert.key, step, page.action, names, lambda sink: sink.deliver(page))
+        route = page.route if page.route in self.policy.spec.routes else self.policy.fallback_route
+        if route != page.route:  # decided by another revision's policy
+            log.error("route %r of %s is not in this policy: the fallback route", page.route, ep.alert.key)
+        names = self.policy.sinks_of(route, page.action)
+        await self._each(ep, step, page.action, names, lambda sink: sink.deliver(page))
 
-    async def _resolve(self, alert: Alert) -> None:
+    async def _resolve(self, ep: Episode) -> None:
+        alert = ep.alert
         pending = self._later.pop(alert.key, None)
         if pending is not None:
             pending.cancel()
-        # The sinks that got its page (none when it was dropped); for an alert this process has not
-        # seen (it restarted since), the fallback route's: a resolution nobody needed is harmless, a
-        # page left open is not.
-        if self.ledger.page(alert.key) is not None:
-            names = sorted(self.ledger.sinks(alert.key))
+        # The sinks that got its page (none when it was dropped); for an alert the ledger does not
+        # know (a memory ledger restarted since, or it expired), the fallback route's: a resolution
+        # nobody needed is harmless, a page left open is not.
+        if await ep.page() is not None:
+            names = sorted(ep.sinks())
         else:
             names = self.policy.sinks_of(self.policy.fallback_route, "page")
-        await self._each(alert.key, "resolve", "resolve", names, lambda sink: sink.resolve(alert))
-        if not self.ledger.done(alert.key, "resolved"):  # a repeated resolution is not a new record
+        await self._each(ep, "resolve", "resolve", names, lambda sink: sink.resolve(alert))
+        if await ep.mark(RESOLVED):  # a repeated resolution is not a new record
             self.audit.write(
                 AuditRecord.resolved(
                     alert, mode=self.mode, source_label=self.policy.spec.floor.label, sinks=names
                 )
             )
-        self.ledger.mark(alert.key, "resolved")
+        await ep.ledger.drop_pending(alert)
 
     async def _each(
-        self, key: str, step: str, kind: str, names: list[str], send: Callable[[Sink], Awaitable[None]]
+        self, ep: Episode, step: str, kind: str, names: list[str], send: Callable[[Sink], Awaitable[None]]
     ) -> None:
-        """`send` to each named sink that has not had this step for this alert; every sink is tried,
-        then DeliveryFailed names those that failed."""
+        """`send` to each named sink that has not had this step for this episode, under the step's
+        claim (another process sending it is waited for, briefly); every sink is tried, then
+        DeliveryFailed names those that failed."""
         failures = []
         for name in names:
-            if self.ledger.done(key, f"{step}:{name}"):
+            fact = f"{step}:{name}"
+            if ep.done(fact):
+                continue
+            sink = self.sinks.get(name)
+            if sink is None:  # named by another revision's policy
+                log.error("sink %r (alert %s) is not in this policy: %s not sent", name, ep.alert.key, step)
+                continue
+            claim = await self._claim(ep, fact)
+            if claim is None:
+                if not ep.done(fact):
+                    failures.append(f"{name}: being sent by another router process")
                 continue
             try:
-                await send(self.sinks[name])
+                await send(sink)
             except SinkError as e:
+                await ep.release(claim)
                 self.metrics.failed.labels(name).inc()
                 # A refusal (a 4xx: the sink's configuration) will not heal by the sender's retry.
-                log.log(logging.WARNING if e.retryable else logging.ERROR, "%s (alert %s)", e, key)
+                log.log(logging.WARNING if e.retryable else logging.ERROR, "%s (alert %s)", e, ep.alert.key)
                 failures.append(str(e))
                 continue
-            self.ledger.mark(key, f"{step}:{name}")
+            await ep.mark(fact)
+            await ep.release(claim)
             self.metrics.delivered.labels(name, kind).inc()
         if failures:
             raise DeliveryFailed("; ".join(failures))
 
-    async def _classify_later(self, alert: Alert) -> None:
-        """Wake the service, classify the alert when it answers, update the fallback deliveries."""
-        deadline = time.monotonic() + self.reclassify_for_s
-        delay = self.retry_base_s
+    async def _claim(self, ep: Episode, fact: str) -> Claim | None:
+        """The claim to send `fact`; while another process holds it, wait for its fact (then None,
+        with the fact done) or its claim's end, up to `claim_wait_s` (then None)."""
+        deadline = time.monotonic() + self.claim_wait_s
+        while True:
+            claim = await ep.claim(fact)
+            if claim is not None:
+                await ep.load()  # sent by another process between our listing and the claim?
+                if ep.done(fact):
+                    await ep.release(claim)
+                    return None
+                return claim
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(0.2)
+            await ep.load()
+            if ep.done(fact):
+                return None
+
+    # -- late classification of fallback pages, resumable by any process ---------------------------
+
+    def _scan_soon(self) -> None:
+        if time.monotonic() - self._last_scan >= self.scan_s and (
+            self._scanning is None or self._scanning.done()
+        ):
+            self._last_scan = time.monotonic()
+            self._scanning = asyncio.create_task(self._scan())
+
+    async def _scan_forever(self) -> None:
+        while True:
+            self._last_scan = time.monotonic()
+            await self._scan()
+            await asyncio.sleep(self.scan_s)
+
+    async def _scan(self) -> None:
+        """Take over each pending classification nobody is working on."""
         try:
-            while time.monotonic() < deadline:
+            pending = await self.ledger.pending()
+        except LedgerUnavailable as e:
+            log.warning("%s: pending classifications not scanned", e)
+            return
+        for item in pending:
+            if item.alert.key in self._later:
+                continue
+            try:
+                async with self._locks(item.alert.key):
+                    await self._take_over(item)
+            except LedgerUnavailable as e:
+                log.warning("%s: %s not taken over", e, item.alert.key)
+
+    async def _take_over(self, item: Pending) -> None:
+        ep = await self.ledger.episode(item.alert)
+        if ep.done(RESOLVED) or ep.done(UPDATED) or await ep.page() is None:
+            await self.ledger.drop_pending(item.alert)  # finished, but its listing outlived it
+            return
+        if await self._resume(ep, item.since):
+            self.metrics.resumed.inc()
+            log.info("took over the classification of %s (paged unclassified %.0f s ago)",
+                     item.alert.key, time.time() - item.since)  # fmt: skip
+
+    async def _resume(self, ep: Episode, since: float) -> bool:
+        """Classify the episode's fallback page in the background, under its claim (False: another
+        process holds it, or one runs here already)."""
+        key = ep.alert.key
+        if key in self._later:
+            return False
+        claim = await ep.claim(CLASSIFY)
+        if claim is None:
+            return False
+        self._later[key] = asyncio.create_task(self._classify_later(ep, since, claim))
+        return True
+
+    async def _classify_later(self, ep: Episode, since: float, claim: Claim) -> None:
+        """Wake the service, classify the alert when it answers, update the fallback deliveries;
+        the claim renewed as it goes (given up when another process took it over)."""
+        alert = ep.alert
+        deadline = since + self.reclassify_for_s
+        delay = self.retry_base_s
+        held: Claim | None = claim
+        try:
+            while time.time() < deadline:
                 answered = await self._try_classify(alert)
                 if answered is not None:
                     await self._update(alert, answered)
+                    await self.ledger.drop_pending(alert)
                     return
-                await asyncio.sleep(delay)
+                await asyncio.sleep(min(delay, self.ledger.claim_s / 3))
                 delay = min(delay * 2, self.retry_cap_s)
+                held = await ep.renew(claim)
+                if held is None:
+                    log.warning("the classification of %s was taken over by another process", alert.key)
+                    return
+                claim = held
             log.warning(
                 "gave up classifying %s after %.0f s; its page stays unclassified",
                 alert.key,
                 self.reclassify_for_s,
             )
             self.metrics.unclassified.inc()
+            await self.ledger.drop_pending(alert)
+        except LedgerUnavailable as e:
+            log.warning("%s: the classification of %s is left for the next scan", e, alert.key)
         finally:
             self._later.pop(alert.key, None)
+            if held is not None:
+                with contextlib.suppress(LedgerUnavailable, asyncio.CancelledError):
+                    await ep.release(held)  # at shutdown too: the next process takes it over at once
 
     async def _try_classify(self, alert: Alert) -> tuple[dict[str, Any], frozenset[str]] | None:
         if not await self.gateway.ready(timeout_s=30.0):  # also what starts a scaled-to-zero instance
@@ -346,25 +448,25 @@ class Triage:
     async def _update(self, alert: Alert, answered: tuple[dict[str, Any], frozenset[str]]) -> None:
         """The classification onto the fallback page's sinks (the same incident), retried until it lands."""
         decided = self.policy.decide(alert, answered[0], calibrated=answered[1])
-        first = self.ledger.page(alert.key)
-        # Still a page on the first page's sinks: an open incident is updated, never withdrawn.
-        update = replace(
-            decided,
-            action="page",
-            route=first.route if first is not None else self.policy.fallback_route,
-            reason=f"classified late: {decided.action}, route {decided.route} ({decided.reason})",
-        )
         self.metrics.classified.labels(f"late-{decided.action}").inc()
         for attempt in range(5):
             try:
                 async with self._locks(alert.key):
-                    if self.ledger.done(alert.key, "resolved"):
+                    ep = await self.ledger.episode(alert)
+                    if ep.done(RESOLVED):
                         return  # resolved meanwhile: nothing left to update
-                    if not self.ledger.done(alert.key, "updated"):
+                    first = await ep.page()
+                    # Still a page on the first page's sinks: an open incident is updated, never withdrawn.
+                    update = replace(
+                        decided,
+                        action="page",
+                        route=first.route if first is not None else self.policy.fallback_route,
+                        reason=f"classified late: {decided.action}, route {decided.route} ({decided.reason})",
+                    )
+                    update, won = await ep.choose(update, UPDATED)
+                    if won:
                         self._record(update, event="update")
-                        self.ledger.mark(alert.key, "updated")
-                    self.ledger.remember(update)
-                    await self._deliver(update)
+                    await self._deliver(ep, update)
                 return
             except DeliveryFailed as e:
                 log.warning("update of %s failed (attempt %d): %s", alert.key, attempt + 1, e)

@@ -33,6 +33,9 @@ from google.auth import exceptions as auth_exc
 from google.cloud import storage
 from google.cloud.storage import transfer_manager
 
+from app.core.config import ConfigError
+from app.core.storage import parse_gs as storage_url
+from app.core.storage import storage_client
 from deploy.errors import WeightsError
 
 MANIFEST = "manifest.json"
@@ -114,10 +117,10 @@ class Manifest:
 
 def parse_gs(url: str) -> tuple[str, str]:
     """`gs://bucket/some/prefix` -> ("bucket", "some/prefix")."""
-    if not url.startswith("gs://") or len(url) <= 5:
-        raise WeightsError(f"expected a gs://bucket/prefix URL, got {url!r}")
-    bucket, _, prefix = url[5:].partition("/")
-    return bucket, prefix.strip("/")
+    try:
+        return storage_url(url)
+    except ConfigError as e:
+        raise WeightsError(str(e)) from e
 
 
 def sha256_file(path: Path) -> str:
@@ -404,11 +407,6 @@ def verify_remote(
 
 
 def client_from_env(project: str | None = None) -> storage.Client:
-    """A storage client: the emulator when STORAGE_EMULATOR_HOST is set, else ADC (the service account)."""
-    if os.environ.get("STORAGE_EMULATOR_HOST"):
-        from google.auth.credentials import AnonymousCredentials
-
-        anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]
-        return storage.Client(project=project or "local", credentials=anonymous)
+    """A storage client (app.core.storage's), its refusals named."""
     with _named_refusals("Cloud Storage"):
-        return storage.Client(project=project)
+        return storage_client(project)

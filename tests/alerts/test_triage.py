@@ -10,6 +10,7 @@ import base64
 import copy
 import json
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from app.alerts.policy import Policy
 from app.alerts.records import Alert, Page
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import SinkError
+from app.alerts.store import GcsStore, MemoryStore, ObjectStore
 from app.core.errors import EngineUnavailable
 from app.gateway.decisions.calibration_file import Calibration, Fit
 from app.gateway.main import create_app
@@ -173,22 +175,29 @@ class Stack:
         return {name: len(s.pages) for name, s in self.sinks.items() if s.pages}
 
     async def fire(
-        self, *alerts: tuple[str, str], source: str = "alertmanager", **headers: str
+        self,
+        *alerts: tuple[str, str],
+        source: str = "alertmanager",
+        starts_at: str | None = None,
+        **headers: str,
     ) -> httpx.Response:
         """An Alertmanager group of firing alerts (title, fingerprint)."""
-        return await self.client.post(f"/v1/alerts/{source}", json=group(*alerts), headers=headers)
+        body = group(*alerts, starts_at=starts_at)
+        return await self.client.post(f"/v1/alerts/{source}", json=body, headers=headers)
 
     async def resolve(self, *alerts: tuple[str, str]) -> httpx.Response:
         return await self.client.post("/v1/alerts/alertmanager", json=group(*alerts, status="resolved"))
 
 
-def group(*alerts: tuple[str, str], status: str = "firing") -> dict[str, Any]:
+def group(*alerts: tuple[str, str], status: str = "firing", starts_at: str | None = None) -> dict[str, Any]:
     payload: dict[str, Any] = json.loads((DATA / "alertmanager_firing.json").read_text())
     template = payload["alerts"][0]
     payload["alerts"] = []
     for title, fingerprint in alerts:
         a = copy.deepcopy(template)
         a.update(status=status, fingerprint=fingerprint)
+        if starts_at is not None:  # a new episode of the alert (Alertmanager: a re-fire's new start)
+            a["startsAt"] = starts_at
         a["labels"]["alertname"] = title
         payload["alerts"].append(a)
     payload["status"] = status
@@ -209,8 +218,11 @@ async def make_stack(tmp_path: Path) -> AsyncIterator[StackFactory]:
         gateway_keys: str | None = None,
         gateway_class: type = JevClient,
         gateway_overrides: dict[str, Any] | None = None,
+        store: ObjectStore | None = None,
+        sinks: dict[str, Recorder] | None = None,
         **overrides: Any,
     ) -> Stack:
+        """A router (`store`: its ledger's, shared with another router; `sinks`: shared too)."""
         engine = Verdicts()
         gw_overrides = {"api_keys": gateway_keys, "allow_any_key": False} if gateway_keys else {}
         gw_overrides.update(gateway_overrides or {})
@@ -224,11 +236,15 @@ async def make_stack(tmp_path: Path) -> AsyncIterator[StackFactory]:
             "alerts_decision_budget_s": 2.0,
             **overrides,
         }
-        sinks = {
+        sinks = sinks or {
             name: Recorder(name) for name in ("db-pager", "db-chat", "net-pager", "tickets", "oncall-pager")
         }
         app = create_router_app(
-            AlertRouterSettings(**values), policy=Policy.load(policy_file), gateway=gateway, sinks=dict(sinks)
+            AlertRouterSettings(**values),
+            policy=Policy.load(policy_file),
+            gateway=gateway,
+            sinks=dict(sinks),
+            store=store,
         )
         app.state.triage.retry_base_s = 0.02
         client = httpx.AsyncClient(
@@ -520,7 +536,9 @@ async def test_an_alert_that_fires_again_after_its_resolution_pages_again(make_s
     await s.fire(("DiskFull", "f1"))
     await s.fire(("DiskFull", "f1"))  # a repeat: nothing
     await s.resolve(("DiskFull", "f1"))
-    r = await s.fire(("DiskFull", "f1"))
+    late = await s.fire(("DiskFull", "f1"))  # the first episode's late retry: already resolved
+    assert late.json()["outcomes"] == {"duplicate": 1}
+    r = await s.fire(("DiskFull", "f1"), starts_at="2030-01-01T00:00:00Z")  # it fires again
     assert r.json()["outcomes"] == {"page": 1}
     assert s.delivered() == {"db-pager": 2, "db-chat": 2}
 
@@ -539,6 +557,94 @@ async def test_a_resolution_cancels_the_pending_classification(make_stack: Stack
     s.engine.hold.set()
     await asyncio.sleep(0.2)
     assert len(s.pages("oncall-pager")) == 1  # no update for a resolved alert
+
+
+# -- two routers, one ledger (two instances, or two revisions in a rollout) -------------------------
+
+
+@pytest.fixture(params=["memory", "gcs"])
+def shared(request: pytest.FixtureRequest) -> ObjectStore:
+    """One ledger store for two routers: in memory (the contract), and on the GCS emulator."""
+    if request.param == "memory":
+        return MemoryStore()
+    client = request.getfixturevalue("gcs")
+    if client.lookup_bucket("ledger") is None:
+        client.create_bucket("ledger")
+    return GcsStore(f"gs://ledger/triage-{uuid.uuid4().hex[:8]}", client)
+
+
+def two(make_stack: StackFactory, store: ObjectStore, **overrides: Any) -> tuple[Stack, Stack]:
+    a = make_stack(store=store, **overrides)
+    b = make_stack(store=store, sinks=a.sinks, **overrides)
+    for s in (a, b):
+        s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    return a, b
+
+
+async def test_the_same_delivery_to_two_routers_at_once_pages_once(
+    make_stack: StackFactory, shared: ObjectStore
+) -> None:
+    a, b = two(make_stack, shared)
+    ra, rb = await asyncio.gather(a.fire(("DiskFull", "f1")), b.fire(("DiskFull", "f1")))
+    assert ra.status_code == rb.status_code == 200, (ra.text, rb.text)
+    outcomes = sorted([*ra.json()["outcomes"], *rb.json()["outcomes"]])
+    assert outcomes == ["duplicate", "page"]
+    assert a.delivered() == {"db-pager": 1, "db-chat": 1}
+
+
+async def test_a_sink_that_failed_is_retried_only_for_that_sink_by_the_other_router(
+    make_stack: StackFactory, shared: ObjectStore
+) -> None:
+    a, b = two(make_stack, shared)
+    a.sinks["db-chat"].fail = 1
+    assert (await a.fire(("DiskFull", "f1"))).status_code == 502
+    r = await b.fire(("DiskFull", "f1"))  # the sender's retry reaches the other instance
+    assert r.status_code == 200 and r.json()["outcomes"] == {"duplicate": 1}
+    assert a.delivered() == {"db-pager": 1, "db-chat": 1}
+    assert a.engine.asked and not b.engine.asked  # the retry delivered the page decided, unasked
+
+
+async def test_a_resolution_through_the_other_router_reaches_the_sinks_of_the_page(
+    make_stack: StackFactory, shared: ObjectStore
+) -> None:
+    a, b = two(make_stack, shared)
+    await a.fire(("DiskFull", "f1"))
+    await a.router.aclose()  # that instance is gone
+    assert (await b.resolve(("DiskFull", "f1"))).status_code == 200
+    got = {name: [x.key for x in s.resolved] for name, s in a.sinks.items() if s.resolved}
+    assert got == {"db-pager": ["alertmanager:f1"], "db-chat": ["alertmanager:f1"]}  # not oncall's
+
+
+async def test_a_fallback_page_is_classified_by_the_other_router_once_its_instance_is_gone(
+    make_stack: StackFactory, shared: ObjectStore
+) -> None:
+    a, b = two(make_stack, shared, alerts_decision_budget_s=0.2, alerts_ledger_claim_s=1)
+    a.engine.hold = asyncio.Event()  # the service does not answer a
+    await a.fire(("DiskFull", "f1"))
+    assert len(a.pages("oncall-pager")) == 1 and a.router._later
+    await a.router.aclose()  # its classification dies with it (its claim released)
+    assert not a.pages("db-pager") and len(a.pages("oncall-pager")) == 1
+    await b.router._scan()  # what b does at start, on a delivery, and every scan_s
+    (task,) = b.router._later.values()
+    await asyncio.wait_for(task, 10)
+    (first, update) = a.pages("oncall-pager")
+    assert not first.classified and update.classified and update.alert.key == first.alert.key
+    assert update.reason.startswith("classified late:")
+    assert b.router.metrics.resumed._value.get() == 1
+    await b.router._scan()
+    assert not b.router._later  # done: nothing pending any more
+    assert len(a.pages("oncall-pager")) == 2
+
+
+async def test_a_live_classification_is_not_taken_over(make_stack: StackFactory, shared: ObjectStore) -> None:
+    a, b = two(make_stack, shared, alerts_decision_budget_s=0.2)
+    a.engine.hold = asyncio.Event()
+    await a.fire(("DiskFull", "f1"))
+    await b.router._scan()
+    assert a.router._later and not b.router._later  # a's claim is alive
+    a.engine.hold.set()
+    await asyncio.wait_for(next(iter(a.router._later.values())), 10)
+    assert len(a.pages("oncall-pager")) == 2
 
 
 # -- the webhooks ----------------------------------------------------------------------------------
