@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test test-fast lint checkov docs bench bench-cost reliability bench-alerts bench-weights eval-toy calibrate-toy toy-model lock env engine-env alertmanager clean
+.PHONY: dev test test-fast lint checkov docs bench bench-cost reliability bench-alerts bench-ledger bench-weights eval-toy calibrate-toy toy-model lock env engine-env alertmanager clean
 
 dev: env engine-env  ## local stack: vLLM (CPU) on the trained toy model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
@@ -35,6 +35,9 @@ reliability: env engine-env  ## hostile input, overload, faults, leaked secrets 
 
 bench-alerts: env engine-env  ## the alert router's overhead and time to page (service up, slow, down), side by side
 	$(VENV)/bin/python -m devtools.bench_alerts
+
+bench-ledger: env  ## the durable ledger's added latency per delivery (GCS emulator vs memory), side by side
+	$(VENV)/bin/python -m devtools.bench_ledger
 
 bench-weights: env  ## GCS download paths against the emulator, and the baked-weights check (stamp vs sha256), side by side
 	$(VENV)/bin/python -m devtools.bench_weights

@@ -58,12 +58,14 @@ resource "google_cloud_run_v2_service" "router" {
     timeout                          = "60s"
     max_instance_request_concurrency = 80
 
-    # At most one instance: the ledger that keeps an alert from paging twice (and the incident each
-    # page is updated on) lives in the process, so a second instance would page again. Kept up by
-    # default (router_min_instance_count): a cold start spends seconds of the sender's deadline.
+    # The ledger is shared (Cloud Storage, storage.tf): instances and revisions may overlap, as Cloud
+    # Run's rollouts and its brief excursions past the maximum make them, and still page once. One
+    # instance is kept up by default (router_min_instance_count): no cold start in the sender's
+    # deadline, and a fallback page's late classification runs at once instead of at the next
+    # delivery.
     scaling {
       min_instance_count = var.router_min_instance_count
-      max_instance_count = 1
+      max_instance_count = var.router_max_instance_count
     }
 
     containers {
@@ -204,5 +206,6 @@ resource "google_cloud_run_v2_service" "router" {
   depends_on = [
     google_project_service.apis,
     google_secret_manager_secret_iam_member.router_reads_secrets,
+    google_storage_bucket_iam_member.router_ledger, # its first delivery writes the ledger
   ]
 }

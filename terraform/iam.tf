@@ -80,6 +80,15 @@ resource "google_secret_manager_secret_iam_member" "router_reads_secrets" {
   member    = "serviceAccount:${google_service_account.router.email}"
 }
 
+# The router's ledger: objects of that bucket only (create, read, list, delete; no bucket settings).
+resource "google_storage_bucket_iam_member" "router_ledger" {
+  count = var.router_image == "" ? 0 : 1
+
+  bucket = google_storage_bucket.alerts_ledger[0].name
+  role   = "roles/storage.objectUser"
+  member = "serviceAccount:${google_service_account.router.email}"
+}
+
 # The image builder: reads the build source and (baked mode) the weights, pushes to the repository,
 # and writes its build logs.
 resource "google_service_account" "build" {

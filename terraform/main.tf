@@ -54,6 +54,7 @@ locals {
     { for name in var.alerts_sink_secrets : "sink-${name}" => "${var.service_name}-alerts-sink-${name}" },
     var.alerts_policy == "" ? {} : { policy = "${var.service_name}-alerts-policy" },
   )
+  alerts_ledger_bucket = "${var.project_id}-${var.service_name}-alerts" # the router's ledger (storage.tf)
   # The router's env that needs no resource (alerts.tf adds the GPU service's URL and the tokens).
   router_env = merge(
     var.alerts_policy == "" ? {} : { DGEMMA_ALERTS_POLICY_FILE = "${local.alerts_policy_dir}/policy.toml" },
@@ -61,6 +62,8 @@ locals {
       DGEMMA_ALERTS_GATEWAY_API_KEY_FILE = "${local.api_keys_dir}/keys"
       DGEMMA_ALERTS_ID_TOKEN             = "true" # the GPU service is private: an ID token per call
       DGEMMA_ALERTS_DECISION_BUDGET_S    = tostring(var.alerts_decision_budget_s)
+      # Shared by every instance and revision: one page per alert episode across them.
+      DGEMMA_ALERTS_LEDGER_URL = "gs://${local.alerts_ledger_bucket}/ledger"
       # Never in the cloud: a source without a token answers 401 (the service itself is public).
       DGEMMA_ALERTS_ALLOW_OPEN_SENDERS = "false"
       DGEMMA_GCP_PROJECT               = var.project_id

@@ -50,3 +50,33 @@ resource "google_storage_bucket" "build_source" {
 
   depends_on = [google_project_service.apis]
 }
+
+# The alert router's ledger (app/alerts/ledger.py): one small create-only object per fact of an alert
+# episode (the decision, each sink's delivery, claims), shared by every router instance and revision,
+# so that a page goes out once across instances, restarts and deploys. Only the router's identity may
+# write it (iam.tf). Facts are never read after their alert resolves: they expire after a month.
+resource "google_storage_bucket" "alerts_ledger" {
+  #checkov:skip=CKV_GCP_62:A few KB of routing facts, written and read by one service account; Data Access logs audit it.
+  #checkov:skip=CKV_GCP_78:Objects are created once and never overwritten (claims aside, which are ephemeral); versions add nothing.
+  count = var.router_image == "" ? 0 : 1
+
+  project  = var.project_id
+  name     = local.alerts_ledger_bucket
+  location = upper(var.region)
+  labels   = local.labels
+
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  force_destroy               = true # facts of past alerts only: nothing to keep when the router goes
+
+  lifecycle_rule {
+    condition {
+      age = var.alerts_ledger_days
+    }
+    action {
+      type = "Delete"
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}

@@ -346,12 +346,34 @@ variable "router_memory" {
 
 variable "router_min_instance_count" {
   type        = number
-  description = "Router instances kept up: 1 (default) keeps the ledger that stops an alert paging twice and the background updates of unclassified pages alive between alerts, for the price of one always-on vCPU; 0 scales it to zero: a cold start of a few seconds inside the sender's deadline, and a repeat after a restart is paged again (on the same dedup_key, which PagerDuty folds into the open incident)."
+  description = "Router instances kept up. 1 (default): no cold start inside the sender's deadline, and a page sent unclassified (the GPU service cold or down) is classified and updated as soon as the service answers, for the price of one always-on instance (1 vCPU, 512 MiB: about $50 a month at Cloud Run's instance-based rates). 0: nothing is paid while no alert comes; a pending classification is resumed by the next instance that starts (the next delivery of any alert: Alertmanager re-sends a firing group every repeat_interval, 4 h by default), and the first delivery after idle waits out a cold start of a few seconds."
   default     = 1
 
   validation {
-    condition     = contains([0, 1], var.router_min_instance_count)
-    error_message = "router_min_instance_count must be 0 or 1 (the ledger is per process: never more than one instance)."
+    condition     = var.router_min_instance_count >= 0 && var.router_min_instance_count <= var.router_max_instance_count
+    error_message = "router_min_instance_count must be between 0 and router_max_instance_count."
+  }
+}
+
+variable "router_max_instance_count" {
+  type        = number
+  description = "Most router instances at once (each takes 80 deliveries at a time; a delivery waits at most the decision budget). The ledger in Cloud Storage keeps them, and overlapping revisions, to one page per alert episode. 3 gives headroom for an alert storm and a rollout's overlap."
+  default     = 3
+
+  validation {
+    condition     = var.router_max_instance_count >= 1 && var.router_max_instance_count <= 100
+    error_message = "router_max_instance_count must be between 1 and 100."
+  }
+}
+
+variable "alerts_ledger_days" {
+  type        = number
+  description = "Days the router's ledger keeps an alert episode's facts (its decision, deliveries, resolution). An alert still firing after this many days pages again once."
+  default     = 30
+
+  validation {
+    condition     = var.alerts_ledger_days >= 1
+    error_message = "alerts_ledger_days must be at least 1."
   }
 }
 

@@ -23,7 +23,7 @@ from app.alerts.policy import Policy
 from app.alerts.records import Alert, Page
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import SinkError
-from app.alerts.store import GcsStore, MemoryStore, ObjectStore
+from app.alerts.store import GcsStore, LedgerUnavailable, MemoryStore, ObjectStore
 from app.core.errors import EngineUnavailable
 from app.gateway.decisions.calibration_file import Calibration, Fit
 from app.gateway.main import create_app
@@ -634,6 +634,25 @@ async def test_a_fallback_page_is_classified_by_the_other_router_once_its_instan
     await b.router._scan()
     assert not b.router._later  # done: nothing pending any more
     assert len(a.pages("oncall-pager")) == 2
+
+
+class Unreachable(MemoryStore):
+    """Cloud Storage not answering: every call fails as GcsStore reports it."""
+
+    async def names(self, prefix: str) -> list[str]:
+        raise LedgerUnavailable("ledger gs://x/y: list failed: ConnectionError")
+
+
+async def test_without_its_store_the_router_pages_from_memory_rather_than_hold_the_page(
+    make_stack: StackFactory,
+) -> None:
+    s = make_stack(store=Unreachable())
+    s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    r = await s.fire(("DiskFull", "f1"))
+    assert r.status_code == 200 and r.json()["outcomes"] == {"page": 1}
+    assert (await s.fire(("DiskFull", "f1"))).json()["outcomes"] == {"duplicate": 1}  # this instance knows
+    assert s.delivered() == {"db-pager": 1, "db-chat": 1}
+    assert s.router.metrics.ledger_errors._value.get() == 2
 
 
 async def test_a_live_classification_is_not_taken_over(make_stack: StackFactory, shared: ObjectStore) -> None:

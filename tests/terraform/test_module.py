@@ -113,7 +113,9 @@ def test_every_variable_is_typed_and_described_and_every_output_described() -> N
         ({"alerts_decision_budget_s": 10}, "alerts_decision_budget_s must be more than 0 and at most 9"),
         ({"alerts_decision_budget_s": 0}, "alerts_decision_budget_s must be more than 0 and at most 9"),
         ({"router_cpu": "0.5"}, "router_cpu must be 1, 2 or 4"),
-        ({"router_min_instance_count": 2}, "router_min_instance_count must be 0 or 1"),
+        ({"router_min_instance_count": 4}, "router_min_instance_count must be between 0 and router_max"),
+        ({"router_max_instance_count": 0}, "router_max_instance_count must be between 1 and 100"),
+        ({"alerts_ledger_days": 0}, "alerts_ledger_days must be at least 1"),
         ({"router_memory": "256Mi"}, "router_memory must be written like 512Mi or 2Gi"),
         ({"router_memory": "8Gi"}, "between 512Mi and 4Gi per vCPU"),  # 1 vCPU: at most 4Gi
         ({"router_memory": "1G"}, "router_memory must be written like 512Mi or 2Gi"),
@@ -351,7 +353,12 @@ def test_the_routers_secret_grants_are_secret_level_and_cover_exactly_its_secret
     assert set(router_grants) == {
         ("google_secret_manager_secret_iam_member", "router_reads_secrets"),
         ("google_cloud_run_v2_service_iam_member", "router_invokes_gpu"),
+        ("google_storage_bucket_iam_member", "router_ledger"),
     }
+    # The ledger: objects of its own bucket only (no bucket settings, no other bucket).
+    ledger = router_grants[("google_storage_bucket_iam_member", "router_ledger")]
+    assert ledger["role"] == "roles/storage.objectUser"
+    assert ledger["bucket"] == "${google_storage_bucket.alerts_ledger[0].name}"
     reads = router_grants[("google_secret_manager_secret_iam_member", "router_reads_secrets")]
     assert reads["role"] == "roles/secretmanager.secretAccessor" and reads["secret_id"] == "${each.value}"
     assert reads["for_each"] == (
@@ -401,7 +408,7 @@ def test_the_router_env_is_what_its_settings_read(tmp_path: Path, monkeypatch: p
     assert isinstance(default, dict) and "DGEMMA_ALERTS_POLICY_FILE" not in default["env"]
 
 
-def test_the_router_runs_one_always_on_instance() -> None:
+def test_the_router_scales_out_on_a_shared_ledger_that_expires() -> None:
     router = _router()
     assert router["count"] == '${var.router_image == "" ? 0 : 1}'
     assert router["ingress"] == "INGRESS_TRAFFIC_ALL"
@@ -410,9 +417,20 @@ def test_the_router_runs_one_always_on_instance() -> None:
     assert template["service_account"] == "${google_service_account.router.email}"
     assert template["scaling"][0] == {
         "min_instance_count": "${var.router_min_instance_count}",
-        "max_instance_count": 1,
+        "max_instance_count": "${var.router_max_instance_count}",
     }
-    assert _variables()["router_min_instance_count"]["default"] == 1
+    variables = _variables()
+    assert variables["router_min_instance_count"]["default"] == 1
+    assert variables["router_max_instance_count"]["default"] > 1
+    (bucket,) = [b for k, n, b in _resources(TERRAFORM / "storage.tf") if n == "alerts_ledger"]
+    assert (
+        bucket["name"] == "${local.alerts_ledger_bucket}" and bucket["public_access_prevention"] == "enforced"
+    )
+    (rule,) = bucket["lifecycle_rule"]
+    assert (
+        rule["condition"][0] == {"age": "${var.alerts_ledger_days}"} and rule["action"][0]["type"] == "Delete"
+    )
+    assert "google_storage_bucket_iam_member.router_ledger" in str(router.get("depends_on"))
     assert 1 < template["max_instance_request_concurrency"] <= 1000
     assert "node_selector" not in template  # CPU only
     (container,) = template["containers"]
