@@ -246,22 +246,18 @@ def _alerts_eval(toy: LocalStack, data: Path, out: Path, *flags: str) -> dict[st
     return report
 
 
-@pytest.mark.parametrize("flags", [(), ("--without-severity",)], ids=["as-sent", "without-severity"])
-def test_the_toy_routes_a_sample_of_the_public_alert_set(
-    toy: LocalStack, tmp_path: Path, flags: tuple[str, ...]
-) -> None:
-    """Every tenth alert built from awesome-prometheus-alerts (never trained on), end to end as
-    sent, and with the sender's severity removed (the model decides). The whole set's figures, which
-    the README states, take ~10 min a run here: `dgemma alerts eval` on the file, by hand. The
-    floors are the measured level, held; not the issue's targets (recall 0.9, team 0.8), not met."""
+def test_the_toy_routes_a_sample_of_the_public_alert_set(toy: LocalStack, tmp_path: Path) -> None:
+    """Every tenth alert built from awesome-prometheus-alerts (never trained on), end to end with
+    the sender's severity removed: the model decides, not the floor (the floor pages every
+    source-critical alert whatever the model says: tests/alerts/test_policy.py). The whole set's figures, which the README
+    states, take ~10 min a run here: `dgemma alerts eval` on the file, by hand. The floor is the
+    measured level, held; not the issue's targets (recall 0.9, team 0.8), not met."""
     lines = (ALERT_SETS / "awesome-prometheus-alerts.jsonl").read_text().splitlines()[::10]
     sample = tmp_path / "sample.jsonl"
     sample.write_text("\n".join(lines) + "\n")
-    report = _alerts_eval(toy, sample, tmp_path / "eval", *flags)
-    assert report["alerts"] == 60 and report["severity_labels_removed"] == (60 if flags else 0)
-    assert report["team_accuracy"]["value"] >= 0.7, report["team_accuracy"]  # 0.78 / 0.83 measured
-    if not flags:  # the floor: every source-critical alert pages
-        assert report["page_recall"]["value"] == 1.0, report["page_recall"]
+    report = _alerts_eval(toy, sample, tmp_path / "eval", "--without-severity")
+    assert report["alerts"] == 60 and report["severity_labels_removed"] == 60
+    assert report["team_accuracy"]["value"] >= 0.7, report["team_accuracy"]  # 0.83 measured
     assert report["actions"]["drop"] == 0
 
 
