@@ -191,4 +191,3 @@ class Episode:
         for name in await self.store.names(self.prefix):
             await self.store.delete(name)
         self.facts = set()
-

