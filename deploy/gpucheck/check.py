@@ -63,6 +63,8 @@ _PHASES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("graphs_s", r"Graph capturing finished in (?P<v>[\d.]+) secs"),
         ("graphs_gib", r"Graph capturing finished in [\d.]+ secs, took (?P<v>[\d.]+) GiB"),
         ("init_engine_s", r"init engine \(profile, create kv cache, warmup model\) took (?P<v>[\d.]+) s"),
+        # The largest step that runs as a CUDA graph, from the config vLLM prints at start.
+        ("max_capture_size", r"'max_cudagraph_capture_size': (?P<v>\d+)"),
         # The supervisor's compile cache (deploy/runtime/compile_cache.py) and its engine warm-up.
         ("cache_restore_s", r"compile cache hit: \d+ files, [\d.]+ MB in (?P<v>[\d.]+) s"),
         ("cache_mb", r"compile cache (?:hit|saved): \d+ files, (?P<v>[\d.]+) MB"),
@@ -128,7 +130,9 @@ def parse_start_log(lines: list[tuple[float, str]]) -> dict[str, Any]:
 
 
 def engine_counters(text: str) -> dict[str, float]:
-    """vLLM's /metrics: the counters and gauges the report reads (summed over label sets)."""
+    """vLLM's /metrics: the counters and gauges the report reads (summed over label sets), and its
+    engine steps: `steps` and `step_tokens` (the count and sum of `vllm:iteration_tokens_total`, one
+    observation per step) and `steps_le_N` (steps of at most N tokens, the histogram's buckets)."""
     wanted = {
         "vllm:prefix_cache_queries": "prefix_cache_queries",
         "vllm:prefix_cache_hits": "prefix_cache_hits",
@@ -136,14 +140,32 @@ def engine_counters(text: str) -> dict[str, float]:
         "vllm:num_requests_waiting": "waiting",
         "vllm:kv_cache_usage_perc": "kv_usage",
         "vllm:prompt_tokens": "prompt_tokens",
+        "vllm:request_success": "requests_finished",
     }
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
-        key = wanted.get(family.name.removesuffix("_total"))  # without a TYPE line the suffix stays
+        name = family.name.removesuffix("_total")  # without a TYPE line the suffix stays
+        if name == "vllm:iteration_tokens":
+            _step_histogram(family.samples, out)
+            continue
+        key = wanted.get(name)
         if key is None:
             continue
         out[key] = out.get(key, 0.0) + sum(s.value for s in family.samples if not s.name.endswith("_created"))
     return out
+
+
+def _step_histogram(samples: list[Any], out: dict[str, float]) -> None:
+    for s in samples:
+        if s.name.endswith("_count"):
+            key = "steps"
+        elif s.name.endswith("_sum"):
+            key = "step_tokens"
+        elif s.name.endswith("_bucket") and s.labels.get("le") not in (None, "+Inf"):
+            key = f"steps_le_{float(s.labels['le']):.0f}"
+        else:
+            continue
+        out[key] = out.get(key, 0.0) + s.value
 
 
 @dataclass
@@ -415,7 +437,11 @@ def start(check: Check, opts: Options, cache: str, env: dict[str, str]) -> tuple
         def progress(t: float, last: str) -> None:
             status.update(f"{cache} start: {t:4.0f} s  [dim]{last}[/]")
 
-        ready = run.wait_ready(opts.startup_timeout_s + 120, progress)
+        try:
+            ready = run.wait_ready(opts.startup_timeout_s + 120, progress)
+        except BaseException:
+            run.stop()  # one not ready in time still runs: the GPU must be free for what comes next
+            raise
     parsed = parse_start_log(run.lines)
     s = Start(cache=cache, ready_s=round(ready, 1), **parsed)
     time.sleep(3)  # let the allocator settle after the first decisions of the warm-up probes

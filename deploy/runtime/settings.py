@@ -59,6 +59,16 @@ class EngineSettings(KitSettings):
     the budget is held by measuring the whole GPU's memory against `engine_gpu`'s."""
     engine_max_num_seqs: int = Field(32, ge=1)
     """vLLM `--max-num-seqs`: reads decoded together (the batch in "batch@32")."""
+    engine_async_scheduling: bool = False
+    """vLLM `--async-scheduling` / `--no-async-scheduling` (GPU; vLLM's own default is on). Off: with
+    `engine_max_cudagraph_capture_size` 2048, 1.4-1.7x the decisions per second of vLLM's defaults at
+    8-64 clients on an H200 (docs/engine-arms-h200/README.md), each step seeing the slots the last one
+    freed; off alone was slower (its fuller steps ran eager)."""
+    engine_max_cudagraph_capture_size: int = Field(2048, ge=0)
+    """vLLM `--max-cudagraph-capture-size` (GPU): the largest step, in tokens, that runs as a CUDA
+    graph; larger steps run eager, kernel by kernel from Python. 2048 holds a full step of 32 reads
+    (32 x 33 canvas tokens plus new prompt tokens), for 0.6 GiB more graph memory than vLLM's 512
+    and ~10 s more capture at each start (measured on an H200). 0: vLLM's own default (512 here)."""
     engine_canvas: int = Field(32, ge=16)
     """Canvas length vLLM allocates per sequence; its fp32 sampler buffer is seqs x canvas x vocab."""
     engine_prompt_tokens: int = Field(300, ge=16)

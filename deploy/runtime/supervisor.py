@@ -258,6 +258,7 @@ def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
         "--enable-prefix-caching",
         *([] if engine.engine_moe_backend == "auto" else ["--moe-backend", engine.engine_moe_backend]),
         *vllm_flags(fitted, host_gpu_gib=found[1] if found and engine.engine_on_larger_gpu else None),
+        *scheduling_flags(engine),
     ]  # fmt: skip
     env = {
         "VLLM_NO_USAGE_STATS": "1",
@@ -266,6 +267,14 @@ def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
         FLASHINFER_SAMPLER_ENV: "0",  # else vLLM's GPU sampler imports FlashInfer, absent here
     }
     return argv, env
+
+
+def scheduling_flags(engine: EngineSettings) -> list[str]:
+    """How the GPU engine schedules and runs its steps (nothing the memory fit sizes)."""
+    flags = ["--async-scheduling" if engine.engine_async_scheduling else "--no-async-scheduling"]
+    if engine.engine_max_cudagraph_capture_size:  # 0: vLLM's own cap
+        flags += ["--max-cudagraph-capture-size", str(engine.engine_max_cudagraph_capture_size)]
+    return flags
 
 
 def weights_command(settings: SupervisorSettings) -> list[str]:

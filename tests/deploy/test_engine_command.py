@@ -145,3 +145,34 @@ def test_a_smaller_gpu_cannot_stand_in_for_the_profile(int4_model: Path, an_l4: 
     settings = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_on_larger_gpu=True)
     with pytest.raises(FitError, match="cannot stand in"):
         engine_command(GATEWAY, settings)
+
+
+def test_scheduling_flags_default_to_what_the_h200_arms_measured_best(int4_model: Path) -> None:
+    argv, _ = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    # docs/engine-arms-h200/README.md: async scheduling off and full steps in CUDA graphs.
+    assert "--no-async-scheduling" in argv and "--async-scheduling" not in argv
+    assert _flag(argv, "--max-cudagraph-capture-size") == "2048"
+    vllms = EngineSettings(
+        engine_mode="gpu", model_dir=int4_model, engine_async_scheduling=True,
+        engine_max_cudagraph_capture_size=0,
+    )  # fmt: skip
+    argv, _ = engine_command(GATEWAY, vllms)
+    assert "--async-scheduling" in argv and "--no-async-scheduling" not in argv
+    assert not any("cudagraph" in a for a in argv)  # 0: vLLM's own cap (512 on the L4 and the H200)
+
+
+def test_scheduling_settings_from_the_environment(int4_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DGEMMA_ENGINE_ASYNC_SCHEDULING", "false")
+    monkeypatch.setenv("DGEMMA_ENGINE_MAX_CUDAGRAPH_CAPTURE_SIZE", "1024")
+    settings = SupervisorSettings(engine_mode="gpu", model_dir=int4_model)
+    assert settings.engine_async_scheduling is False and settings.engine_max_cudagraph_capture_size == 1024
+    argv, _ = engine_command(GATEWAY, settings)
+    assert "--no-async-scheduling" in argv and _flag(argv, "--max-cudagraph-capture-size") == "1024"
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
+        EngineSettings(engine_max_cudagraph_capture_size=-1)
+
+
+def test_the_cpu_engine_takes_no_scheduling_flags(int4_model: Path) -> None:
+    settings = EngineSettings(model_dir=int4_model, engine_async_scheduling=False)
+    argv, _ = engine_command(GATEWAY, settings)
+    assert "--no-async-scheduling" not in argv  # the CPU path is the local stack's, left as it is

@@ -42,6 +42,7 @@ def test_the_phases_and_kernels_of_a_real_h200_start() -> None:
         "graphs_s": 10.0,
         "graphs_gib": 0.46,
         "init_engine_s": 219.13,
+        "max_capture_size": 512.0,
     }
     assert got["kernels"] == {
         "linear": "MacheteLinearKernel",
@@ -86,3 +87,13 @@ def test_engine_counters_sum_label_sets_and_skip_created() -> None:
         'vllm:num_requests_running{engine="0"} 6\n'
     )
     assert engine_counters(text) == {"prefix_cache_hits": 42.0, "running": 6.0}
+
+
+def test_engine_steps_from_a_real_h200_metrics_page() -> None:
+    """vLLM's step histogram (`vllm:iteration_tokens_total`, one observation per engine step) read
+    off the /metrics page of the gate's batch@32 phase: counts and sums, not buckets added in."""
+    got = engine_counters((DATA / "vllm-h200-metrics-batch32.txt").read_text())
+    assert got["steps"] == 1138 and got["step_tokens"] == 254332
+    assert got["steps_le_512"] == 885 and got["steps_le_2048"] == 1138  # 253 steps above 512 tokens
+    assert got["requests_finished"] == 8734  # summed over finished_reason
+    assert got["running"] == 3 and got["waiting"] == 61  # the gauge, not `_by_reason` added in

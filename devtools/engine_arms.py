@@ -1,0 +1,700 @@
+"""Engine settings side by side on one GPU host: which ones lift throughput (issue 19).
+
+Each arm is the kit started as the image starts it (`dgemma run`: the supervisor, its fit and flags,
+the gateway in front; `deploy.gpucheck.check` does the starting, the sampling and the stopping),
+with some `EngineSettings` changed. Once ready, the gateway is loaded with Locust as the gate loads
+it: the gate's latency phase at 1 client (one question per decision), then 3-question decisions at
+each client count. Per load level: Locust's rate and percentiles, vLLM's engine steps from its
+/metrics counters (steps, tokens and finished requests per step, steps above the CUDA-graph cap),
+its queue once a second, and the whole GPU's memory and load (nvidia-smi). Then the arm is stopped
+and the next one started.
+
+The arms share one compile-cache directory, emptied first: vLLM, Inductor and Triton key their own
+entries, so an arm run again starts from its own compiled graphs, and a new arm reuses whatever of
+the earlier arms' kernels still match. The supervisor's compile-cache store is off (it would empty
+the directory at each miss).
+
+The report (`arms.json`, `arms.md`, `arms.png`) is rewritten after every load level, so a run cut
+short still leaves the arms it did. Compare arms within one run only: hosts differ by ~20 %.
+
+    python -m devtools.engine_arms CKPT --out DIR \\
+        --arm baseline --arm async-on:engine_async_scheduling=true \\
+        --arm vllm-cap:engine_max_cudagraph_capture_size=0 --arm baseline
+
+An arm is `NAME[:FIELD=VALUE,...]`, FIELD an `EngineSettings` field (deploy/runtime/settings.py);
+a name given again runs that arm again; `baseline` with no fields is today's settings. Without
+`--arm`: today's settings against vLLM's own defaults, and today's again (docs/engine-arms-h200/).
+Needs vLLM's CUDA build (`vllm` on PATH), a GPU, Locust and matplotlib.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import secrets
+import shlex
+import shutil
+import signal
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.core.config import ConfigError, env_names
+from deploy.errors import GpuCheckError
+from deploy.gpucheck import check as gc
+from deploy.runtime.gpu_budget import GPUS, detect_gpu
+from deploy.runtime.settings import EngineSettings
+
+L4_MIB = round(GPUS["l4"] * 1024)
+VLLM_CAPTURE = 512  # vLLM 0.32's own cap on a non-Blackwell GPU (engine_max_cudagraph_capture_size=0)
+# Today's settings against vLLM's own defaults (what the kit ran before docs/engine-arms-h200), twice.
+DEFAULT_ARMS = (
+    "baseline",
+    "vllm-defaults:engine_async_scheduling=true,engine_max_cudagraph_capture_size=0",
+    "baseline",
+)
+SETTLE_S = 3.0  # the queue's first seconds of a level are the ramp, not the steady state
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One engine configuration: `EngineSettings` fields and their values, as given."""
+
+    name: str
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        """The settings as the supervisor reads them (DGEMMA_ENGINE_...)."""
+        names = env_names(EngineSettings)
+        return {names[k][0]: v for k, v in self.settings.items()}
+
+    def capture_size(self) -> int:
+        """The largest step that runs as a CUDA graph, in tokens."""
+        size = EngineSettings(**self.settings).engine_max_cudagraph_capture_size  # type: ignore[arg-type]
+        return size or VLLM_CAPTURE
+
+
+def parse_arms(specs: list[str]) -> list[Arm]:
+    """The run's arms in order from `NAME[:FIELD=VALUE,...]`; each value checked as `EngineSettings`
+    would read it. A name seen before, alone or with the same fields, runs that arm again."""
+    known: dict[str, Arm] = {}
+    plan: list[Arm] = []
+    for spec in specs:
+        name, _, rest = spec.partition(":")
+        name = name.strip()
+        if not name or not all(c.isalnum() or c in "-_." for c in name):
+            raise ConfigError(f"arm {spec!r}: a name of letters, digits, '-', '_' or '.' comes first")
+        settings: dict[str, str] = {}
+        for item in filter(None, (part.strip() for part in rest.split(","))):
+            key, eq, value = item.partition("=")
+            key = key.strip()
+            if not eq:
+                raise ConfigError(f"arm {name}: {item!r} is not FIELD=VALUE")
+            if key not in EngineSettings.model_fields:
+                raise ConfigError(f"arm {name}: {key!r} is not an EngineSettings field")
+            settings[key] = value.strip()
+        try:
+            EngineSettings(**settings)  # type: ignore[arg-type]  # strings, read as the env would be
+        except ValueError as e:
+            raise ConfigError(f"arm {name}: {e}") from e
+        arm = Arm(name, settings)
+        if name in known and (rest and known[name] != arm):
+            raise ConfigError(f"arm {name} is given twice with different settings")
+        plan.append(known.setdefault(name, arm))
+    if not plan:
+        raise ConfigError("no arms to run")
+    return plan
+
+
+@dataclass
+class Level:
+    """One load level of one arm: Locust's figures and the engine's under it."""
+
+    clients: int
+    kind: str  # "latency" (one question per decision) or "throughput" (three)
+    seconds: int
+    requests: int = 0
+    failures: int = 0
+    rps: float = 0.0  # successful decisions per second
+    decisions_per_s: float = 0.0  # answered questions per second
+    p50_ms: float = float("nan")
+    p95_ms: float = float("nan")
+    engine: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass
+class ArmRun:
+    """One start of one arm, its load levels and its memory."""
+
+    index: int
+    arm: str
+    settings: dict[str, str]
+    start: dict[str, Any] = field(default_factory=dict)  # deploy.gpucheck.check.Start, as a dict
+    levels: list[Level] = field(default_factory=list)
+    idle_mib: float | None = None
+    peak_mib: float | None = None
+    error: str | None = None
+    skipped: str | None = None
+
+
+@dataclass
+class Report:
+    """Everything the run measured; `arms.json` is this, as JSON."""
+
+    host: dict[str, Any]
+    command: str
+    plan: list[str]
+    latency_seconds: int
+    seconds: int
+    clients: list[int]
+    started: str = field(default_factory=lambda: f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
+    runs: list[ArmRun] = field(default_factory=list)
+
+    @property
+    def baseline(self) -> str:
+        return self.plan[0]
+
+
+@dataclass
+class Options:
+    model: Path
+    out: Path
+    arms: list[Arm]
+    clients: list[int]
+    seconds: int = 30
+    latency_seconds: int = 30
+    profile_gpu: str = "l4"
+    cache_dir: Path = Path(".cache/engine-arms/compile")
+    startup_timeout_s: float = 1700.0
+    start_by_s: float | None = None  # start no arm later than this after the command began
+
+
+def summarize_level(
+    level: Level,
+    stats: dict[str, float],
+    before: dict[str, float],
+    after: dict[str, float],
+    queue: list[dict[str, float]],
+    samples: list[gc.Sample],
+    capture_size: int,
+) -> None:
+    """Fill a level from Locust's stats, vLLM's counters at its ends, and what was sampled during it
+    (the queue and nvidia-smi's samples of its window only)."""
+    questions = 1 if level.kind == "latency" else 3
+    level.requests, level.failures = int(stats["requests"]), int(stats["failures"])
+    level.rps = stats["rps"] * (1 - level.failures / max(1, level.requests))
+    level.decisions_per_s = level.rps * questions
+    level.p50_ms, level.p95_ms = stats["p50_ms"], stats["p95_ms"]
+
+    def delta(key: str) -> float:
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    steps = delta("steps")
+    capped = f"steps_le_{capture_size}"
+    running = [q.get("running", 0.0) for q in queue]
+    waiting = [q.get("waiting", 0.0) for q in queue]
+    level.engine = {
+        "steps": steps,
+        "steps_per_s": steps / level.seconds,
+        "tokens_per_step": delta("step_tokens") / steps if steps else None,
+        "requests_per_step": delta("requests_finished") / steps if steps else None,
+        # Steps whose iteration tokens (computed prompt + committed tokens) pass the CUDA-graph cap:
+        # the forward's batch is larger still (a read's 33 canvas tokens), so these ran eager; a
+        # lower bound on the eager steps. The cap must be a bucket bound of vLLM's histogram.
+        "over_cap_share": (steps - delta(capped)) / steps if steps and capped in after else None,
+        "prefix_hit_rate": delta("prefix_cache_hits") / delta("prefix_cache_queries")
+        if delta("prefix_cache_queries")
+        else None,
+        "running_median": statistics.median(running) if running else None,
+        "running_max": max(running, default=None),
+        "waiting_median": statistics.median(waiting) if waiting else None,
+        "waiting_max": max(waiting, default=None),
+        "kv_usage_max": max((q.get("kv_usage", 0.0) for q in queue), default=None),
+        "gpu_busy_pct": statistics.fmean(s.util for s in samples) if samples else None,
+    }
+
+
+def _window(items: list[Any], t0: float, t1: float) -> list[Any]:
+    return [x for x in items if t0 <= (x["t"] if isinstance(x, dict) else x.t) < t1]
+
+
+def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) -> None:
+    """Start the kit with the arm's settings, load it level by level, stop it; the report is written
+    after each level."""
+    from loadtest.gate import GatePhase, GateProfile, run_locust, warm_up
+
+    arm_dir = opts.out / f"{run.index:02d}-{arm.name}"
+    check_opts = gc.Options(
+        model=opts.model, out=arm_dir, profile_gpu=opts.profile_gpu, cache_dir=opts.cache_dir,
+        startup_timeout_s=opts.startup_timeout_s,
+    )  # fmt: skip
+    arm_dir.mkdir(parents=True, exist_ok=True)
+    found = detect_gpu()
+    on_larger = bool(found and found[1] > GPUS[opts.profile_gpu] * 1.05)
+    key = secrets.token_urlsafe(24)
+    port, engine_port = gc._free_port(), gc._free_port()
+    url, engine_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{engine_port}"
+    env = gc.run_env(check_opts, key, port, engine_port, on_larger) | arm.env()
+    headers = {"Authorization": f"Bearer {key}"}
+    probe = gc.Check(host=report.host, profile=opts.profile_gpu, gate_profile="l4")
+    baseline_mib = gc.gpu_used_mib()
+    proc, start = gc.start(probe, check_opts, "cold" if cold else "warm", env)
+    run.start = asdict(start)
+    run.idle_mib = start.idle_mib
+    profile = GateProfile.load("l4")
+    try:
+        warm_up(url, headers, 300)
+        levels = [("latency", 1, opts.latency_seconds)] + [
+            ("throughput", n, opts.seconds) for n in opts.clients
+        ]
+        t0 = time.monotonic()
+        with gc.sampling(probe, engine_url, t0):
+            for kind, clients, seconds in levels:
+                level = Level(clients, kind, seconds)
+                before = _counters(engine_url)
+                begun = time.monotonic() - t0
+                phase = GatePhase(kind, clients, seconds)
+                run_locust(url, phase, profile, (arm_dir / f"c{clients}").resolve(), headers)
+                ended = time.monotonic() - t0
+                after = _counters(engine_url)
+                summarize_level(
+                    level, phase.stats, before, after,
+                    _window(probe.queue, begun + SETTLE_S, ended),
+                    _window(probe.samples, begun + SETTLE_S, ended),
+                    arm.capture_size(),
+                )  # fmt: skip
+                run.levels.append(level)
+                run.peak_mib = max((s.used_mib for s in probe.samples), default=baseline_mib) - baseline_mib
+                _say(f"  {arm.name} @{clients}: {_level_line(level)}")
+                write(report, opts.out)
+    finally:
+        gc.stop(proc, start)
+        run.start = asdict(start)
+
+
+def _counters(engine_url: str) -> dict[str, float]:
+    return gc.engine_counters(httpx.get(f"{engine_url}/metrics", timeout=10).text)
+
+
+def _level_line(level: Level) -> str:
+    e = level.engine
+    return (
+        f"{level.rps:.1f} req/s, p50 {level.p50_ms:.0f} / p95 {level.p95_ms:.0f} ms, "
+        f"{_f(e.get('requests_per_step'), 1)} requests and {_f(e.get('tokens_per_step'), 0)} tokens per "
+        f"step, running {_f(e.get('running_median'), 0)}, waiting {_f(e.get('waiting_median'), 0)}, "
+        f"eager steps >= {_pct(e.get('over_cap_share'))}, {level.failures} failed"
+    )
+
+
+def _say(line: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
+
+
+def run(opts: Options, command: str) -> Report:
+    """Every arm in order; the report is in `opts.out` whatever happens to an arm."""
+    if shutil.which("vllm") is None:
+        raise ConfigError("no `vllm` on PATH: run where vLLM's CUDA build is installed")
+    if detect_gpu() is None:
+        raise ConfigError("nvidia-smi reports no GPU")
+    began = time.monotonic()
+    opts.out.mkdir(parents=True, exist_ok=True)
+    if opts.cache_dir.exists():
+        shutil.rmtree(opts.cache_dir)  # the first start is cold; later ones find what it compiled
+    opts.cache_dir.mkdir(parents=True)
+    report = Report(
+        host=gc.host_facts(),
+        command=command,
+        plan=[a.name for a in opts.arms],
+        latency_seconds=opts.latency_seconds,
+        seconds=opts.seconds,
+        clients=opts.clients,
+    )
+    write(report, opts.out)
+    try:
+        for i, arm in enumerate(opts.arms, start=1):
+            r = ArmRun(index=i, arm=arm.name, settings=arm.settings)
+            report.runs.append(r)
+            elapsed = time.monotonic() - began
+            if opts.start_by_s is not None and elapsed > opts.start_by_s:
+                r.skipped = (
+                    f"not started: {elapsed:.0f} s had passed, past --start-by-s {opts.start_by_s:.0f}"
+                )
+                _say(f"arm {i} {arm.name}: {r.skipped}")
+                continue
+            _say(f"arm {i}/{len(opts.arms)} {arm.name} {arm.settings or '(as the profile is today)'}")
+            try:
+                run_arm(report, r, arm, opts, cold=i == 1)
+            except (GpuCheckError, httpx.HTTPError, OSError, RuntimeError, ValueError) as e:
+                r.error = f"{type(e).__name__}: {e}"[-2000:]
+                _say(f"arm {i} {arm.name} failed: {r.error[-400:]}")
+            write(report, opts.out)
+    finally:
+        write(report, opts.out)  # also when interrupted: the arms done, and the one cut short
+    _say(f"done in {time.monotonic() - began:.0f} s: {opts.out / 'arms.md'}")
+    return report
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+
+def write(report: Report, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(asdict(report), indent=1, default=str)
+    (out / "arms.json").write_text(data.replace("NaN", "null") + "\n")
+    (out / "arms.md").write_text(markdown(report))
+    if any(r.levels for r in report.runs):
+        plot(report, out / "arms.png")
+
+
+def _f(value: float | None, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.0f} %"
+
+
+def _share(percent: float | None) -> float | None:
+    return None if percent is None else percent / 100
+
+
+def _level(run: ArmRun, clients: int, kind: str = "throughput") -> Level | None:
+    return next((lv for lv in run.levels if lv.clients == clients and lv.kind == kind), None)
+
+
+def _mean(values: list[float]) -> float | None:
+    values = [v for v in values if not math.isnan(v)]
+    return statistics.fmean(values) if values else None
+
+
+def arm_means(report: Report) -> dict[str, dict[str, float | None]]:
+    """Per arm, over its runs: p50 and p95 at 1 client, decisions per second at each client count."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name in dict.fromkeys(report.plan):
+        runs = [r for r in report.runs if r.arm == name and r.levels]
+        if not runs:
+            continue
+        lat = [lv for r in runs if (lv := _level(r, 1, "latency"))]
+        means: dict[str, float | None] = {
+            "p50_ms": _mean([lv.p50_ms for lv in lat]),
+            "p95_ms": _mean([lv.p95_ms for lv in lat]),
+        }
+        for n in report.clients:
+            means[f"rps@{n}"] = _mean([lv.rps for r in runs if (lv := _level(r, n))])
+        out[name] = means
+    return out
+
+
+def ratios(report: Report) -> dict[str, dict[str, float | None]]:
+    """Each arm's means over the baseline's (the plan's first arm), measured in the same run."""
+    means = arm_means(report)
+    base = means.get(report.baseline)
+    if not base:
+        return {}
+    out: dict[str, dict[str, float | None]] = {}
+    for name, m in means.items():
+        out[name] = {}
+        for k, v in m.items():
+            b = base.get(k)
+            out[name][k] = v / b if v is not None and b else None
+    return out
+
+
+def drift(report: Report) -> list[str]:
+    """How far the baseline's later runs moved from its first (the same settings, the same host)."""
+    runs = [r for r in report.runs if r.arm == report.baseline and r.levels]
+    lines = []
+    for later in runs[1:]:
+        parts = []
+        for n in report.clients:
+            a, b = _level(runs[0], n), _level(later, n)
+            if a and b and a.rps:
+                parts.append(f"@{n} x{b.rps / a.rps:.3f}")
+        a1, b1 = _level(runs[0], 1, "latency"), _level(later, 1, "latency")
+        if a1 and b1 and a1.p50_ms:
+            parts.append(f"p50@1 x{b1.p50_ms / a1.p50_ms:.3f}")
+        lines.append(f"run {later.index} against run {runs[0].index}: " + ", ".join(parts))
+    return lines
+
+
+def _flags_added(report: Report, run: ArmRun) -> str:
+    """The engine argv's words this run has and the baseline's first run lacks, and the reverse."""
+    base = next((r for r in report.runs if r.arm == report.baseline and r.start.get("engine_argv")), None)
+    mine = run.start.get("engine_argv") or []
+    if base is None or not mine or base is run:
+        return ""
+    theirs = base.start["engine_argv"]
+
+    def pairs(argv: list[str]) -> set[str]:
+        out, i = set(), 0
+        while i < len(argv):
+            takes = i + 1 < len(argv) and argv[i].startswith("--") and not argv[i + 1].startswith("--")
+            out.add(f"{argv[i]} {argv[i + 1]}" if takes else argv[i])
+            i += 2 if takes else 1
+        return out
+
+    plus = sorted(pairs(mine) - pairs(theirs) - {a for a in pairs(mine) if a.startswith("--port")})
+    return " ".join(f"`{p}`" for p in plus)
+
+
+def markdown(report: Report) -> str:
+    h = report.host
+    version = next((r.start.get("phases", {}).get("vllm_version") for r in report.runs if r.start), None)
+    lines = [
+        f"# Engine arms on an {h.get('gpu', 'unknown GPU')}, side by side",
+        "",
+        f"{report.started}. {h.get('gpu')} ({_f(h.get('gpu_mib'), 0)} MiB, driver {h.get('driver')}), "
+        f"{h.get('cpus')} CPUs, Python {h.get('python')}" + (f", vLLM {version}" if version else "") + ". "
+        "The `l4` serving profile held to the L4's memory, **random weights** (figures of time and "
+        "memory, never of answers); **not an L4 measurement**. Compare arms within this run only.",
+        "",
+        "```",
+        report.command,
+        "```",
+        "",
+        f"Each arm: `dgemma run` with its settings, ready, then Locust through the gateway: 1 client "
+        f"for {report.latency_seconds} s (the gate's latency phase, one question per decision), then "
+        f"{', '.join(map(str, report.clients))} clients for {report.seconds} s each (three questions "
+        "per decision). Plan: " + ", ".join(report.plan) + ".",
+        "",
+        "## Runs",
+        "",
+        "| # | arm | settings | ready | torch.compile | graphs | GPU idle / peak (MiB) | p50 / p95 @1 (ms) | "
+        + " | ".join(f"req/s @{n}" for n in report.clients)
+        + " | failures |",
+        "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |"
+        + " ---: |" * len(report.clients)
+        + " ---: |",
+    ]
+    for r in report.runs:
+        settings = ", ".join(f"`{k}={v}`" for k, v in r.settings.items()) or "(today's)"
+        if r.skipped or (r.error and not r.levels):
+            lines.append(
+                f"| {r.index} | {r.arm} | {settings} | {r.skipped or 'failed: ' + (r.error or '')[:160]} |"
+            )
+            continue
+        ph = r.start.get("phases", {})
+        lat = _level(r, 1, "latency")
+        peak = r.peak_mib
+        fit = "" if peak is None else (" ✓" if peak <= L4_MIB else " **over the L4**")
+        lines.append(
+            f"| {r.index} | {r.arm} | {settings} | {_f(r.start.get('ready_s'), 0)} s | "
+            f"{_f(ph.get('compile_s'), 1)} s | {_f(ph.get('graphs_s'), 0)} s, "
+            f"{_f(ph.get('graphs_gib'), 2)} GiB (cap {_f(ph.get('max_capture_size'), 0)}) | "
+            f"{_f(r.idle_mib, 0)} / {_f(peak, 0)}{fit} | "
+            f"{_f(lat.p50_ms if lat else None, 0)} / {_f(lat.p95_ms if lat else None, 0)} | "
+            + " | ".join(_f(lv.rps if (lv := _level(r, n)) else None, 1) for n in report.clients)
+            + f" | {sum(lv.failures for lv in r.levels)}"
+            + (" (cut: " + r.error[:120] + ")" if r.error else "")
+            + " |"
+        )
+    lines += [
+        "",
+        f"GPU memory is the whole GPU's (nvidia-smi, less what was in use before the start), against "
+        f"the L4's {L4_MIB:,} MiB. 'cap': the largest step vLLM runs as a CUDA graph, in tokens.",
+        "",
+        "## Against the baseline",
+        "",
+    ]
+    rat = ratios(report)
+    if rat:
+        keys = ["p50_ms", "p95_ms"] + [f"rps@{n}" for n in report.clients]
+        labels = ["p50 @1", "p95 @1"] + [f"req/s @{n}" for n in report.clients]
+        means = arm_means(report)
+        lines += [
+            f"Each arm's mean over its runs, over `{report.baseline}`'s mean (latency: lower is better; "
+            "req/s: higher is better).",
+            "",
+            "| arm | runs | " + " | ".join(labels) + " |",
+            "| --- | ---: |" + " ---: |" * len(labels),
+        ]
+        for name, ratio in rat.items():
+            n_runs = sum(1 for r in report.runs if r.arm == name and r.levels)
+            cells = [
+                f"x{ratio[k]:.2f} ({_f(means[name].get(k), 1 if k.startswith('rps') else 0)})"
+                if ratio.get(k) is not None
+                else "—"
+                for k in keys
+            ]
+            lines.append(f"| {name} | {n_runs} | " + " | ".join(cells) + " |")
+        lines.append("")
+        d = drift(report)
+        if d:
+            lines += [f"Drift of `{report.baseline}` within the run: " + "; ".join(d) + ".", ""]
+    else:
+        lines += ["(no baseline measured yet)", ""]
+    lines += [
+        "## The engine under load",
+        "",
+        "vLLM's own counters over each level (/metrics before and after) and its queue once a second "
+        f"(after the first {SETTLE_S:.0f} s); GPU busy: nvidia-smi's utilization, mean. Steps: engine "
+        "outputs (`vllm:iteration_tokens_total`'s count); tokens / step: its sum, the computed prompt "
+        "tokens and committed tokens, not the forward's batch (which adds each read's 33 canvas "
+        "tokens); requests / step: finished requests (one per question) per step; eager steps, at "
+        "least: the share of steps whose tokens alone pass the arm's CUDA-graph cap.",
+        "",
+        "| # | arm | clients | req/s | decisions/s | p50 / p95 (ms) | steps/s | tokens / step "
+        "| requests / step | eager steps, at least | running (median / max) | waiting (median / max) "
+        "| KV max | GPU busy |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in report.runs:
+        for lv in r.levels:
+            e = lv.engine
+            lines.append(
+                f"| {r.index} | {r.arm} | {lv.clients}{' (1 q.)' if lv.kind == 'latency' else ''} | "
+                f"{lv.rps:.1f} | {lv.decisions_per_s:.1f} | {_f(lv.p50_ms, 0)} / {_f(lv.p95_ms, 0)} | "
+                f"{_f(e.get('steps_per_s'), 1)} | {_f(e.get('tokens_per_step'), 0)} | "
+                f"{_f(e.get('requests_per_step'), 1)} | {_pct(e.get('over_cap_share'))} | "
+                f"{_f(e.get('running_median'), 0)} / {_f(e.get('running_max'), 0)} | "
+                f"{_f(e.get('waiting_median'), 0)} / {_f(e.get('waiting_max'), 0)} | "
+                f"{_pct(e.get('kv_usage_max'))} | {_pct(_share(e.get('gpu_busy_pct')))} |"
+            )
+    lines += ["", "## The engines' argv", ""]
+    for r in report.runs:
+        argv = r.start.get("engine_argv")
+        if not argv:
+            continue
+        added = _flags_added(report, r)
+        if r.arm == report.baseline and not added:
+            if r is next(x for x in report.runs if x.arm == report.baseline and x.start.get("engine_argv")):
+                lines += [f"Run {r.index} ({r.arm}):", "", "```", shlex.join(argv), "```", ""]
+            continue
+        lines.append(f"- run {r.index} ({r.arm}): the baseline's argv plus {added or '(nothing)'}")
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: Report, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_rps, ax_lat) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1.6, 1]})
+    runs = [r for r in report.runs if r.levels]
+    for r in runs:
+        pts = [(lv.clients, lv.rps) for lv in r.levels if lv.kind == "throughput"]
+        if pts:
+            xs, ys = zip(*pts, strict=True)
+            style = "--" if r.arm == report.baseline else "-"
+            ax_rps.plot(xs, ys, style, marker="o", label=f"#{r.index} {r.arm}")
+    ax_rps.set_xscale("log", base=2)
+    ax_rps.set_xticks(report.clients, [str(n) for n in report.clients])
+    ax_rps.set_xlabel("clients (3-question decisions, closed loop)")
+    ax_rps.set_ylabel("requests/s (each a 3-question decision)")
+    ax_rps.set_ylim(bottom=0)
+    ax_rps.set_title("Throughput through the gateway")
+    ax_rps.grid(alpha=0.3)
+    if ax_rps.get_legend_handles_labels()[0]:
+        ax_rps.legend(fontsize=8)
+    width = 0.38
+    for i, r in enumerate(runs):
+        lv = _level(r, 1, "latency")
+        if lv is None:
+            continue
+        ax_lat.bar(i - width / 2, lv.p50_ms, width, color="tab:blue", label="p50" if i == 0 else None)
+        ax_lat.bar(i + width / 2, lv.p95_ms, width, color="tab:orange", label="p95" if i == 0 else None)
+    ax_lat.set_xticks(range(len(runs)), [f"#{r.index}\n{r.arm}" for r in runs], fontsize=8)
+    ax_lat.set_ylabel("ms")
+    ax_lat.set_title("Latency at 1 client (one question)")
+    ax_lat.grid(alpha=0.3, axis="y")
+    ax_lat.legend(fontsize=8)
+    fig.suptitle(
+        f"Engine arms on an {report.host.get('gpu', 'unknown GPU')}, random weights, l4 profile (not an L4)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+
+def _clients(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: client counts, comma-separated") from e
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least one client count, each >= 1")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m devtools.engine_arms", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("model", type=Path, help="a checkpoint with a manifest (`dgemma model random DIR`)")
+    parser.add_argument("--out", type=Path, default=Path("reports/engine-arms"), help="report directory")
+    parser.add_argument(
+        "--arm", action="append", metavar="NAME[:FIELD=VALUE,...]",
+        help="an arm, in run order; repeat the flag (default: " + " ".join(DEFAULT_ARMS) + ")",
+    )  # fmt: skip
+    parser.add_argument("--clients", type=_clients, default=[8, 32, 64], help="throughput levels (8,32,64)")
+    parser.add_argument("--seconds", type=int, default=30, help="each throughput level's length (30)")
+    parser.add_argument("--latency-seconds", type=int, default=30, help="the 1-client level's length (30)")
+    parser.add_argument("--gpu", choices=list(GPUS), default="l4", help="the serving profile's GPU (l4)")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=Path(".cache/engine-arms/compile"),
+        help="the arms' shared compile caches (emptied first)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--start-by-s", type=float, help="start no arm later than this many seconds after the command began"
+    )
+    return parser
+
+
+def options(args: argparse.Namespace) -> Options:
+    if args.seconds < 5 or args.latency_seconds < 5:
+        raise ConfigError("a level needs at least 5 s")
+    return Options(
+        model=args.model,
+        out=args.out,
+        arms=parse_arms(args.arm or list(DEFAULT_ARMS)),
+        clients=args.clients,
+        seconds=args.seconds,
+        latency_seconds=args.latency_seconds,
+        profile_gpu=args.gpu,
+        cache_dir=args.cache_dir,
+        start_by_s=args.start_by_s,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        opts = options(args)
+    except ConfigError as e:
+        print(f"engine arms: {e}", file=sys.stderr)
+        return 2
+
+    def interrupted(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)  # the `finally`s stop the engine
+
+    signal.signal(signal.SIGTERM, interrupted)
+    command = shlex.join(
+        ["python", "-m", "devtools.engine_arms", *(argv if argv is not None else sys.argv[1:])]
+    )
+    try:
+        report = run(opts, command)
+    except ConfigError as e:
+        print(f"engine arms: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("engine arms: interrupted; the report has the arms done", file=sys.stderr)
+        return 1
+    return 0 if all(r.levels and not r.error for r in report.runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

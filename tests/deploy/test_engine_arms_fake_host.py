@@ -1,0 +1,60 @@
+"""The engine arms end to end on a scripted GPU host (`devtools.fake_gpu`, as for `dgemma gpu-check`):
+each arm started through `dgemma run` with its settings, loaded through the gateway at each level,
+stopped, and the report written. The plumbing only: every GPU figure here is the script's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.test_gpu_check_fake_host import checkpoint, gpu_host  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _arms(env: dict[str, str], model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "devtools.engine_arms", str(model), "--out", str(out),
+         "--cache-dir", str(out.parent / "compile"), *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_two_arms_side_by_side(gpu_host: dict[str, str], checkpoint: Path, tmp_path: Path) -> None:  # noqa: F811
+    out = tmp_path / "arms"
+    done = _arms(
+        gpu_host, checkpoint, out, "--clients", "2", "--seconds", "5", "--latency-seconds", "5",
+        "--arm", "baseline", "--arm", "async-on:engine_async_scheduling=true",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "async-on @2:" in done.stdout  # progress as it goes
+    report = json.loads((out / "arms.json").read_text())
+    baseline, async_on = report["runs"]
+    assert [lv["clients"] for lv in baseline["levels"]] == [1, 2]
+    assert all(lv["failures"] == 0 and lv["rps"] > 0 for r in report["runs"] for lv in r["levels"])
+    assert "--async-scheduling" in async_on["start"]["engine_argv"]
+    assert "--no-async-scheduling" in baseline["start"]["engine_argv"]  # today's default
+    assert [r["start"]["cache"] for r in report["runs"]] == ["cold", "warm"]
+    assert all(r["start"]["exit_code"] == 0 and r["peak_mib"] == 19083 for r in report["runs"])
+    md = (out / "arms.md").read_text()
+    assert "| async-on | 1 |" in md and "plus `--async-scheduling`" in md
+    assert (out / "arms.png").exists() and (out / "02-async-on" / "c2" / "throughput_stats.csv").exists()
+
+
+def test_arms_past_the_deadline_are_skipped_and_reported(
+    gpu_host: dict[str, str],  # noqa: F811
+    checkpoint: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "arms"
+    done = _arms(gpu_host, checkpoint, out, "--start-by-s", "0", "--arm", "baseline")
+    assert done.returncode == 1
+    report = json.loads((out / "arms.json").read_text())
+    assert report["runs"][0]["skipped"].startswith("not started")
+    assert "not started" in (out / "arms.md").read_text()
