@@ -36,9 +36,12 @@ from devtools.stack import ROOT, gateway, instant_engine
 from loadtest.overhead import percentile
 
 TEMPLATE = json.loads((ROOT / "tests" / "data" / "alerts" / "alertmanager_firing.json").read_text())
-# Store calls per alert on the durable ledger, counted from app/alerts/ledger.py's flow for a
-# classified page to two sinks: list, create `chosen`, and per sink claim + re-list + fact + release.
-CALLS_PER_PAGE = 2 + 2 * 4
+# Store calls one after the other on a new alert's path (app/alerts/triage.py): list the episode,
+# create `chosen`, then the sinks at once, each: claim, re-list, (send), fact; the claim's release
+# runs after the answer.
+CALLS_ON_PATH = 5
+# Small-object operations on an object store, per call: a third-party figure (30-150 ms), not Google's.
+PER_CALL_MS = (30, 150)
 
 
 def delivery(n: int, arm: str, status: str = "firing") -> dict[str, Any]:
@@ -142,10 +145,11 @@ def report(
         f"added per firing delivery (paired, median): {median_added:.1f} ms on the emulator; "
         f"ratio of medians {percentile(firing[arms[1]], 50) / percentile(firing[arms[0]], 50):.2f}x"
     )
+    low, high = (CALLS_ON_PATH * ms for ms in PER_CALL_MS)
     console.print(
-        f"projection, not measured: about {CALLS_PER_PAGE} sequential Cloud Storage calls per page to two "
-        f"sinks; at tens of ms per small object write in-region (Google publishes no latency SLO), "
-        f"roughly {CALLS_PER_PAGE * 20}-{CALLS_PER_PAGE * 50} ms per alert on Cloud Run"
+        f"projection, not measured: {CALLS_ON_PATH} Cloud Storage calls one after the other per new alert; "
+        f"at {PER_CALL_MS[0]}-{PER_CALL_MS[1]} ms per small-object call (a third-party figure; Google "
+        f"publishes no latency objective), {low}-{high} ms per alert on Cloud Run"
     )
     if plot is not None:
         import matplotlib

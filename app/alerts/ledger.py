@@ -117,7 +117,8 @@ class Episode:
 
     async def load(self) -> None:
         cut = len(self.prefix)
-        self.facts = {name[cut:] for name in await self.store.names(self.prefix)}
+        # Facts only accumulate (a concurrent send's mark must survive an older listing).
+        self.facts |= {name[cut:] for name in await self.store.names(self.prefix)}
 
     def done(self, step: str) -> bool:
         return step in self.facts

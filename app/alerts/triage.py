@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -117,6 +117,7 @@ class Triage:
         self._last_scan = -float("inf")
         self._scanning: asyncio.Task[None] | None = None
         self._scanner: asyncio.Task[None] | None = None
+        self._cleanup: set[asyncio.Task[None]] = set()  # claims released after their fact
 
     async def start(self) -> None:
         """Take over the pending classifications other processes left, now and every `scan_s`."""
@@ -125,6 +126,7 @@ class Triage:
     async def aclose(self) -> None:
         tasks = [t for t in (self._scanner, self._scanning) if t is not None]
         tasks += self._later.values()
+        await asyncio.gather(*self._cleanup, return_exceptions=True)  # let releases land
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -296,37 +298,51 @@ class Triage:
     async def _each(
         self, ep: Episode, step: str, kind: str, names: list[str], send: Callable[[Sink], Awaitable[None]]
     ) -> None:
-        """`send` to each named sink that has not had this step for this episode, under the step's
-        claim (another process sending it is waited for, briefly); every sink is tried, then
-        DeliveryFailed names those that failed."""
-        failures = []
-        for name in names:
-            fact = f"{step}:{name}"
-            if ep.done(fact):
-                continue
-            sink = self.sinks.get(name)
-            if sink is None:  # named by another revision's policy
-                log.error("sink %r (alert %s) is not in this policy: %s not sent", name, ep.alert.key, step)
-                continue
-            claim = await self._claim(ep, fact)
-            if claim is None:
-                if not ep.done(fact):
-                    failures.append(f"{name}: being sent by another router process")
-                continue
-            try:
-                await send(sink)
-            except SinkError as e:
-                await ep.release(claim)
-                self.metrics.failed.labels(name).inc()
-                # A refusal (a 4xx: the sink's configuration) will not heal by the sender's retry.
-                log.log(logging.WARNING if e.retryable else logging.ERROR, "%s (alert %s)", e, ep.alert.key)
-                failures.append(str(e))
-                continue
-            await ep.mark(fact)
-            await ep.release(claim)
-            self.metrics.delivered.labels(name, kind).inc()
+        """`send` to each named sink that has not had this step for this episode, all at once, each
+        under its step's claim (another process sending it is waited for, briefly); every sink is
+        tried, then DeliveryFailed names those that failed."""
+        results = await asyncio.gather(*(self._send(ep, step, kind, name, send) for name in names))
+        failures = [failure for failure in results if failure]
         if failures:
             raise DeliveryFailed("; ".join(failures))
+
+    async def _send(
+        self, ep: Episode, step: str, kind: str, name: str, send: Callable[[Sink], Awaitable[None]]
+    ) -> str | None:
+        """One sink's step: None when it is done (now or before), else why not."""
+        fact = f"{step}:{name}"
+        if ep.done(fact):
+            return None
+        sink = self.sinks.get(name)
+        if sink is None:  # named by another revision's policy
+            log.error("sink %r (alert %s) is not in this policy: %s not sent", name, ep.alert.key, step)
+            return None
+        claim = await self._claim(ep, fact)
+        if claim is None:
+            return None if ep.done(fact) else f"{name}: being sent by another router process"
+        try:
+            await send(sink)
+        except SinkError as e:
+            await ep.release(claim)
+            self.metrics.failed.labels(name).inc()
+            # A refusal (a 4xx: the sink's configuration) will not heal by the sender's retry.
+            log.log(logging.WARNING if e.retryable else logging.ERROR, "%s (alert %s)", e, ep.alert.key)
+            return str(e)
+        await ep.mark(fact)
+        self.metrics.delivered.labels(name, kind).inc()
+        # The fact is what others read; the claim's removal is cleanup, off the delivery's path.
+        self._background(ep.release(claim))
+        return None
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._cleanup.add(task)
+        task.add_done_callback(self._cleanup_done)
+
+    def _cleanup_done(self, task: asyncio.Task[None]) -> None:
+        self._cleanup.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("ledger cleanup failed: %s", task.exception())
 
     async def _claim(self, ep: Episode, fact: str) -> Claim | None:
         """The claim to send `fact`; while another process holds it, wait for its fact (then None,
