@@ -385,6 +385,9 @@ class Triage:
         except LedgerUnavailable as e:
             log.warning("%s: pending classifications not scanned", e)
             return
+        except Exception:
+            log.exception("pending classifications not scanned")
+            return
         for item in pending:
             if item.alert.key in self._later:
                 continue
@@ -393,6 +396,8 @@ class Triage:
                     await self._take_over(item)
             except LedgerUnavailable as e:
                 log.warning("%s: %s not taken over", e, item.alert.key)
+            except Exception:  # one unreadable entry must not stop the others, nor the next scans
+                log.exception("the pending classification of %s was not taken over", item.alert.key)
 
     async def _take_over(self, item: Pending) -> None:
         ep = await self.ledger.episode(item.alert)

@@ -655,6 +655,34 @@ async def test_without_its_store_the_router_pages_from_memory_rather_than_hold_t
     assert s.router.metrics.ledger_errors._value.get() == 2
 
 
+async def test_an_unreadable_pending_entry_does_not_stop_the_others(
+    make_stack: StackFactory, shared: ObjectStore
+) -> None:
+    a, b = two(make_stack, shared, alerts_decision_budget_s=0.2, alerts_ledger_claim_s=1)
+    a.engine.hold = asyncio.Event()
+    await a.fire(("DiskFull", "f1"))
+    await a.router.aclose()
+    # Another revision's entry this one cannot read: listed first, its chosen page unreadable.
+    await shared.create(
+        "pending/aaa~-",
+        {
+            "alert": {
+                "source": "alertmanager",
+                "key": "aaa",
+                "status": "firing",
+                "title": "X",
+                "summary": "",
+            },
+            "since": time.time(),
+        },
+    )
+    await shared.create("alerts/aaa/-/chosen", {"page": {"not": "a page"}})
+    await b.router._scan()
+    (task,) = b.router._later.values()
+    await asyncio.wait_for(task, 10)
+    assert len(a.pages("oncall-pager")) == 2  # f1's update landed all the same
+
+
 async def test_a_live_classification_is_not_taken_over(make_stack: StackFactory, shared: ObjectStore) -> None:
     a, b = two(make_stack, shared, alerts_decision_budget_s=0.2)
     a.engine.hold = asyncio.Event()
