@@ -174,21 +174,35 @@ def report(times: dict[str, list[float]], budget_s: float, plot: Path | None) ->
         f"median of pairs): {paired[len(paired) // 2] * 1000:.0f} ms"
     )
     if plot is not None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        ax.boxplot([[v * 1000 for v in values] for values in times.values()], orientation="horizontal")
-        ax.set_yticks(range(1, len(times) + 1), list(times))
-        ax.axvline(budget_s * 1000, linestyle="--", color="grey", label="decision budget")
-        ax.set_xlabel("ms (tiny model on CPU; an L4 changes the decision, not the router)")
-        ax.legend(loc="lower right")
-        fig.tight_layout()
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(plot, dpi=120)
+        xlabel = "ms (tiny model on CPU; an L4 changes the decision, not the router)"
+        boxplot_ms(times, xlabel, plot, budget_s=budget_s)
         console.print(f"plot: {plot}")
+
+
+def boxplot_ms(
+    series: dict[str, list[float]],
+    xlabel: str,
+    plot: Path,
+    *,
+    budget_s: float | None = None,
+    height: float = 3.5,
+) -> None:
+    """A horizontal box per series of seconds, drawn in ms (and the decision budget, if any)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, height))
+    ax.boxplot([[v * 1000 for v in values] for values in series.values()], orientation="horizontal")
+    ax.set_yticks(range(1, len(series) + 1), list(series))
+    if budget_s is not None:
+        ax.axvline(budget_s * 1000, linestyle="--", color="grey", label="decision budget")
+        ax.legend(loc="lower right")
+    ax.set_xlabel(xlabel)
+    fig.tight_layout()
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(plot, dpi=120)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,12 @@ Each round sends one new Alertmanager alert to each router and times the webhook
 decision (the instant stand-in engine behind a real gateway: no model time), the ledger's facts and
 claims, and the sinks (a PagerDuty-shaped receiver and a webhook, both on loopback). Then the same
 alert resolved. Loopback storage is far faster than Cloud Storage: the report adds a projection
-from Google's published figures, labelled as such.
+from a third-party per-call figure (Google publishes none), labelled as a projection.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
 import sys
 import time
@@ -30,12 +28,13 @@ from rich.table import Table
 
 from deploy.runtime.weights import client_from_env
 from devtools.alertrig import POLICY, Receiver, router, write_policy
+from devtools.bench_alerts import boxplot_ms
+from devtools.bench_alerts import delivery as new_alert
 from devtools.gcs import fake_gcs
 from devtools.metadata import serving
 from devtools.stack import ROOT, gateway, instant_engine
 from loadtest.overhead import percentile
 
-TEMPLATE = json.loads((ROOT / "tests" / "data" / "alerts" / "alertmanager_firing.json").read_text())
 # Store calls one after the other on a new alert's path (app/alerts/triage.py): list the episode,
 # create `chosen`, then the sinks at once, each: claim, re-list, (send), fact; the claim's release
 # runs after the answer.
@@ -45,12 +44,9 @@ PER_CALL_MS = (30, 150)
 
 
 def delivery(n: int, arm: str, status: str = "firing") -> dict[str, Any]:
-    payload: dict[str, Any] = json.loads(json.dumps(TEMPLATE))
-    alert = payload["alerts"][0]
-    alert["fingerprint"] = hashlib.sha256(f"{arm}/{n}".encode()).hexdigest()[:16]
-    alert["labels"]["alertname"] = f"Bench{n}"
-    alert["status"] = payload["status"] = status
-    payload["alerts"] = [alert]
+    """bench_alerts' new alert for round `n` of `arm`, firing or resolved."""
+    payload = new_alert(n, arm)
+    payload["status"] = payload["alerts"][0]["status"] = status
     return payload
 
 
@@ -152,23 +148,12 @@ def report(
         f"publishes no latency objective), {low}-{high} ms per alert on Cloud Run"
     )
     if plot is not None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(7, 3.2))
         series = {
             f"{arm}, {kind}": v
             for arm in arms
             for kind, v in (("firing", firing[arm]), ("resolved", resolved[arm]))
         }
-        ax.boxplot([[x * 1000 for x in v] for v in series.values()], orientation="horizontal")
-        ax.set_yticks(range(1, len(series) + 1), list(series))
-        ax.set_xlabel("ms until the webhook is answered (loopback; instant engine)")
-        fig.tight_layout()
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(plot, dpi=120)
+        boxplot_ms(series, "ms until the webhook is answered (loopback; instant engine)", plot, height=3.2)
         console.print(f"plot: {plot}")
 
 

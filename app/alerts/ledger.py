@@ -63,7 +63,6 @@ class Claim:
 class Pending:
     """A fallback page waiting for its classification, as any process finds it."""
 
-    name: str
     alert: Alert
     since: float  # time.time() of the fallback page
 
@@ -99,7 +98,7 @@ class Ledger:
             except (KeyError, TypeError, ValueError):
                 await self.store.delete(name)  # not one of ours: nothing to resume
                 continue
-            out.append(Pending(name, alert, since))
+            out.append(Pending(alert, since))
         return out
 
 
@@ -137,10 +136,10 @@ class Episode:
         """Make `page` the episode's decision: (page, True), or (the page another process decided
         first, False)."""
         body = {"page": _PAGE.dump_python(page, mode="json"), "owner": self.ledger.owner}
-        if await self.store.create(self.prefix + fact, body) is not None:
-            self.facts.add(fact)
-            return page, True
+        created = await self.store.create(self.prefix + fact, body)
         self.facts.add(fact)
+        if created is not None:
+            return page, True
         found = await self.store.read(self.prefix + fact)
         if found is None or "page" not in found.body:
             return page, False

@@ -21,7 +21,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from google.api_core import exceptions as gexc
+from google.auth import exceptions as auth_exc
+
+from app.core.config import ConfigError
 from app.core.errors import ServiceError
+from app.core.storage import parse_gs, storage_client
 
 
 class LedgerUnavailable(ServiceError):
@@ -113,11 +118,6 @@ class GcsStore:
     The client is blocking: each call runs in a worker thread."""
 
     def __init__(self, url: str, client: Any = None, *, timeout_s: float = 10.0) -> None:
-        from google.auth import exceptions as auth_exc
-
-        from app.core.config import ConfigError
-        from app.core.storage import parse_gs, storage_client
-
         bucket, self.prefix = parse_gs(url)
         try:
             self._client = client or storage_client()
@@ -131,9 +131,6 @@ class GcsStore:
         return f"{self.prefix}/{name}" if self.prefix else name
 
     async def _call(self, what: str, fn: Any, *args: Any) -> Any:
-        from google.api_core import exceptions as gexc
-        from google.auth import exceptions as auth_exc
-
         try:
             return await asyncio.to_thread(fn, *args)
         except (gexc.PreconditionFailed, gexc.NotFound):
@@ -142,8 +139,6 @@ class GcsStore:
             raise LedgerUnavailable(f"ledger {self.url}: {what} failed: {type(e).__name__}: {e}") from e
 
     async def create(self, name: str, body: dict[str, Any]) -> int | None:
-        from google.api_core import exceptions as gexc
-
         # A create the client retried after a lost reply finds its own object (412): the nonce in
         # the body tells it apart from another writer's.
         nonce = uuid.uuid4().hex
@@ -164,8 +159,6 @@ class GcsStore:
         return int(blob.generation)
 
     async def read(self, name: str) -> Stored | None:
-        from google.api_core import exceptions as gexc
-
         blob = self._bucket.blob(self._path(name))
         try:
             data = await self._call(f"read {name}", lambda: blob.download_as_bytes(timeout=self._timeout))
@@ -178,8 +171,6 @@ class GcsStore:
         return Stored(body, int(blob.generation))
 
     async def replace(self, name: str, body: dict[str, Any], generation: int) -> int | None:
-        from google.api_core import exceptions as gexc
-
         blob = self._bucket.blob(self._path(name))
         try:
             await self._call(
@@ -207,8 +198,6 @@ class GcsStore:
         return result
 
     async def delete(self, name: str) -> None:
-        from google.api_core import exceptions as gexc
-
         blob = self._bucket.blob(self._path(name))
         with contextlib.suppress(gexc.NotFound):
             await self._call(f"delete {name}", lambda: blob.delete(timeout=self._timeout))

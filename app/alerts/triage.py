@@ -34,7 +34,7 @@ from typing import Any
 
 from app.alerts.audit import AuditLog, AuditRecord, Event, Mode
 from app.alerts.errors import DeliveryFailed
-from app.alerts.ledger import CLASSIFY, RESOLVED, UPDATED, Claim, Episode, Ledger, Pending
+from app.alerts.ledger import CHOSEN, CLASSIFY, RESOLVED, UPDATED, Claim, Episode, Ledger, Pending
 from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
 from app.alerts.records import Alert, Page
@@ -282,7 +282,7 @@ class Triage:
         # The sinks that got its page (none when it was dropped); for an alert the ledger does not
         # know (a memory ledger restarted since, or it expired), the fallback route's: a resolution
         # nobody needed is harmless, a page left open is not.
-        if await ep.page() is not None:
+        if ep.done(CHOSEN):  # the listing says so: the page itself need not be read
             names = sorted(ep.sinks())
         else:
             names = self.policy.sinks_of(self.policy.fallback_route, "page")

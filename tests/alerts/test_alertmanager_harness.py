@@ -17,23 +17,14 @@ from typing import Any
 import pytest
 
 from app.core.polling import wait_until
-from devtools.alertmanager import Alertmanager, alertmanager, config, ensure_installed
+from devtools.alertmanager import Alertmanager, alertmanager, config
 from devtools.metadata import RecordingServer, Reply, Seen, serving
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("alertmanager_installed")]
 
 HOOK = "/v1/alerts/alertmanager"
 DISK = {"instance": "db-1", "severity": "critical"}
 DEADLINE_S = 8  # group_wait is 1 s; Alertmanager posts within about a second of it
-
-
-@pytest.fixture(scope="session", autouse=True)
-def installed() -> str:
-    """The binary, installed by scripts/install_alertmanager.sh on a clean machine."""
-    try:
-        return ensure_installed()
-    except RuntimeError as e:
-        pytest.fail(str(e))
 
 
 @dataclass

@@ -18,13 +18,13 @@ import pytest
 
 from app.core.polling import wait_until
 from deploy.runtime.weights import client_from_env
-from devtools.alertmanager import alertmanager, ensure_installed
+from devtools.alertmanager import alertmanager
 from devtools.alertrig import POLICY, Proxy, Receiver, RouterProcess, router, write_policy
 from devtools.gcs import fake_gcs
 from devtools.metadata import Reply, Seen, serving
 from devtools.stack import gateway, instant_engine
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("alertmanager_installed")]
 
 # The rig's policy (every alert pages, app/alerts' rig), its pages to PagerDuty only; the fallback
 # route's to PagerDuty and the webhook: a resolution sent to the fallback route's sinks (what a
@@ -80,14 +80,6 @@ class Rig:
 
     def triggers(self, key: str) -> list[dict[str, Any]]:
         return [e for e in self.pd.about(key) if e["event_action"] == "trigger"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def installed() -> str:
-    try:
-        return ensure_installed()
-    except RuntimeError as e:
-        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")
@@ -180,47 +172,38 @@ def test_a_router_killed_between_its_sink_calls_completes_the_page_once_after_it
     hangs. Its restart (same address: Alertmanager's retry) finds the decision, PagerDuty's fact and
     the webhook's claim; it waits the claim out and sends only the webhook's page."""
     rig.audit.hold = True
-    first = rig.router(rig.policy(NEXT_POLICY))  # pages go to PagerDuty, then the webhook
-    a = first.__enter__()
-    try:
-        with alertmanager(tmp_path / "am", _webhook(a)) as am:
-            am.fire("DiskFull", {"instance": "db-1"})
-            assert rig.audit.holding.wait(30), "the page never reached the webhook"
-            key = _key(am, "DiskFull")
-            assert len(rig.triggers(key)) == 1
-            a.kill()
-            rig.audit.release.set()  # the dead router's call fails: the webhook accepted nothing
-            with rig.router(rig.policy(NEXT_POLICY), port=a.port):
-                _wait(
-                    "the webhook's page after the restart",
-                    lambda: len(rig.audit.about(key)) >= 1,
-                    60,
-                    tmp_path,
-                )
-                assert am.wait_log('msg="Notify success"', 30), am.log()
-                time.sleep(1.0)
-    finally:
-        first.__exit__(None, None, None)
+    # pages go to PagerDuty, then the webhook
+    with rig.router(rig.policy(NEXT_POLICY)) as a, alertmanager(tmp_path / "am", _webhook(a)) as am:
+        am.fire("DiskFull", {"instance": "db-1"})
+        assert rig.audit.holding.wait(30), "the page never reached the webhook"
+        key = _key(am, "DiskFull")
+        assert len(rig.triggers(key)) == 1
+        a.kill()
+        rig.audit.release.set()  # the dead router's call fails: the webhook accepted nothing
+        with rig.router(rig.policy(NEXT_POLICY), port=a.port):
+            _wait(
+                "the webhook's page after the restart",
+                lambda: len(rig.audit.about(key)) >= 1,
+                60,
+                tmp_path,
+            )
+            assert am.wait_log('msg="Notify success"', 30), am.log()
+            time.sleep(1.0)
     assert len(rig.triggers(key)) == 1  # PagerDuty's page is not sent again
     assert len(rig.audit.about(key)) == 1
 
 
 def test_a_resolution_after_a_restart_reaches_exactly_the_sinks_of_the_page(rig: Rig, tmp_path: Path) -> None:
-    first = rig.router()
-    a = first.__enter__()
-    try:
-        with alertmanager(tmp_path / "am", _webhook(a)) as am:
-            am.fire("DiskFull", {"instance": "db-1"})
-            key = _key(am, "DiskFull")
-            _wait("the page", lambda: len(rig.triggers(key)) == 1, 30, tmp_path)
-            assert am.wait_log('msg="Notify success"', 15), am.log()
-            a.kill()
-            with rig.router(port=a.port):
-                am.resolve("DiskFull", {"instance": "db-1"})
-                _wait("the resolution", lambda: len(rig.pd.about(key)) == 2, 60, tmp_path)
-                time.sleep(1.0)
-    finally:
-        first.__exit__(None, None, None)
+    with rig.router() as a, alertmanager(tmp_path / "am", _webhook(a)) as am:
+        am.fire("DiskFull", {"instance": "db-1"})
+        key = _key(am, "DiskFull")
+        _wait("the page", lambda: len(rig.triggers(key)) == 1, 30, tmp_path)
+        assert am.wait_log('msg="Notify success"', 15), am.log()
+        a.kill()
+        with rig.router(port=a.port):
+            am.resolve("DiskFull", {"instance": "db-1"})
+            _wait("the resolution", lambda: len(rig.pd.about(key)) == 2, 60, tmp_path)
+            time.sleep(1.0)
     assert rig.pd.about(key)[1]["event_action"] == "resolve"
     assert rig.audit.about(key) == []  # the fallback route's webhook never had the page, nor its end
 
@@ -232,9 +215,7 @@ def test_a_fallback_page_is_classified_by_the_next_router_after_its_instance_die
     it is killed. A router started later (no new alert needed) takes the classification over once
     the dead one's claim expires, and updates the same incident."""
     rig.proxy.down = True
-    first = rig.router()
-    a = first.__enter__()
-    try:
+    with rig.router() as a:
         with alertmanager(tmp_path / "am", _webhook(a)) as am:
             am.fire("ReplicationLag", {"instance": "db-2"})
             key = _key(am, "ReplicationLag")
@@ -245,8 +226,6 @@ def test_a_fallback_page_is_classified_by_the_next_router_after_its_instance_die
         with rig.router():
             _wait("the late classification", lambda: len(rig.triggers(key)) == 2, 60, tmp_path)
             time.sleep(1.5)
-    finally:
-        first.__exit__(None, None, None)
     page, update = rig.triggers(key)
     assert page["payload"]["custom_details"]["classified"] is False
     assert update["payload"]["custom_details"]["classified"] is True

@@ -27,12 +27,12 @@ import httpx
 import pytest
 
 from app.core.polling import wait_until
-from devtools.alertmanager import alertmanager, ensure_installed
+from devtools.alertmanager import alertmanager
 from devtools.alertrig import ROUTING_KEY, Proxy, Receiver, router_process, write_policy
 from devtools.metadata import claims_of, fake_metadata, serving
 from devtools.stack import ROOT, LocalStack
 
-pytestmark = [pytest.mark.integration, pytest.mark.engine]
+pytestmark = [pytest.mark.integration, pytest.mark.engine, pytest.mark.usefixtures("alertmanager_installed")]
 DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"
 AM_TOKEN, GRAFANA_TOKEN, CM_TOKEN = "am-s3cret", "grafana-s3cret", "cm-s3cret"
 
@@ -85,14 +85,6 @@ def rig(stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                 yield Rig(url, pd, audit, proxy, proxy_server.url, policy, log)
         except RuntimeError as e:
             pytest.fail(str(e))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def installed() -> str:
-    try:
-        return ensure_installed()
-    except RuntimeError as e:
-        pytest.fail(str(e))
 
 
 def _key(am_alerts: list[dict[str, Any]], name: str) -> str:
