@@ -22,7 +22,10 @@ short still leaves the arms it did. Compare arms within one run only: hosts diff
         --arm vllm-cap:engine_max_cudagraph_capture_size=0 --arm baseline
 
 An arm is `NAME[:FIELD=VALUE,...]`, FIELD an `EngineSettings` field (deploy/runtime/settings.py);
-a name given again runs that arm again; `baseline` with no fields is today's settings. Without
+a name given again runs that arm again; `baseline` with no fields is today's settings;
+`engine_gpu=h200` runs that GPU's serving profile (its seqs, batched tokens and graph cap, the
+gateway admitting as many decisions as it has seqs) and holds it to that GPU's memory. After the
+levels, the gateway's share of a decision at 1 client (`loadtest.overhead`). Without
 `--arm`: today's settings against vLLM's own defaults, and today's again (docs/engine-arms-h200/).
 Needs vLLM's CUDA build (`vllm` on PATH), a GPU, Locust and matplotlib.
 """
@@ -49,7 +52,7 @@ import httpx
 from app.core.config import ConfigError, env_names
 from deploy.errors import GpuCheckError
 from deploy.gpucheck import check as gc
-from deploy.runtime.gpu_budget import GPUS, detect_gpu
+from deploy.runtime.gpu_budget import GPU_NAMES, GPUS, detect_gpu
 from deploy.runtime.settings import EngineSettings
 
 L4_MIB = round(GPUS["l4"] * 1024)
@@ -75,10 +78,18 @@ class Arm:
         names = env_names(EngineSettings)
         return {names[k][0]: v for k, v in self.settings.items()}
 
-    def capture_size(self) -> int:
+    def engine(self, gpu: str) -> EngineSettings:
+        """The settings the supervisor resolves for this arm (`gpu`: the run's profile, unless the
+        arm names its own `engine_gpu`)."""
+        return EngineSettings(**{"engine_gpu": gpu, **self.settings})  # type: ignore[arg-type]
+
+    def gpu(self, default: str) -> str:
+        """The GPU whose serving profile this arm runs (and whose memory it is held to)."""
+        return self.settings.get("engine_gpu", default)
+
+    def capture_size(self, gpu: str = "l4") -> int:
         """The largest step that runs as a CUDA graph, in tokens."""
-        size = EngineSettings(**self.settings).engine_max_cudagraph_capture_size  # type: ignore[arg-type]
-        return size or VLLM_CAPTURE
+        return self.engine(gpu).engine_max_cudagraph_capture_size or VLLM_CAPTURE
 
 
 def parse_arms(specs: list[str]) -> list[Arm]:
@@ -99,6 +110,8 @@ def parse_arms(specs: list[str]) -> list[Arm]:
                 raise ConfigError(f"arm {name}: {item!r} is not FIELD=VALUE")
             if key not in EngineSettings.model_fields:
                 raise ConfigError(f"arm {name}: {key!r} is not an EngineSettings field")
+            if key == "engine_gpu" and value.strip() not in GPUS:
+                raise ConfigError(f"arm {name}: engine_gpu {value.strip()!r}; known: {', '.join(GPUS)}")
             settings[key] = value.strip()
         try:
             EngineSettings(**settings)  # type: ignore[arg-type]  # strings, read as the env would be
@@ -136,10 +149,12 @@ class ArmRun:
     index: int
     arm: str
     settings: dict[str, str]
+    gpu: str = "l4"  # the serving profile's GPU: its memory is the arm's budget
     start: dict[str, Any] = field(default_factory=dict)  # deploy.gpucheck.check.Start, as a dict
     levels: list[Level] = field(default_factory=list)
     idle_mib: float | None = None
     peak_mib: float | None = None
+    overhead: dict[str, float] | None = None  # loadtest.overhead's ratios at 1 client, after the levels
     error: str | None = None
     skipped: str | None = None
 
@@ -174,6 +189,7 @@ class Options:
     cache_dir: Path = Path(".cache/engine-arms/compile")
     startup_timeout_s: float = 1700.0
     start_by_s: float | None = None  # start no arm later than this after the command began
+    overhead_rounds: int = 20  # gateway against raw engine, interleaved (loadtest.overhead); 0: none
 
 
 def summarize_level(
@@ -197,7 +213,9 @@ def summarize_level(
         return after.get(key, 0.0) - before.get(key, 0.0)
 
     steps = delta("steps")
-    capped = f"steps_le_{capture_size}"
+    # The histogram's smallest bucket at or above the cap: steps above it certainly ran eager.
+    bounds = sorted(int(k[len("steps_le_") :]) for k in after if k.startswith("steps_le_"))
+    capped = f"steps_le_{next((b for b in bounds if b >= capture_size), capture_size)}"
     running = [q.get("running", 0.0) for q in queue]
     waiting = [q.get("waiting", 0.0) for q in queue]
     level.engine = {
@@ -228,22 +246,26 @@ def _window(items: list[Any], t0: float, t1: float) -> list[Any]:
 def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) -> None:
     """Start the kit with the arm's settings, load it level by level, stop it; the report is written
     after each level."""
+    from loadtest import overhead as bench
     from loadtest.gate import GatePhase, GateProfile, run_locust, warm_up
 
     arm_dir = opts.out / f"{run.index:02d}-{arm.name}"
+    gpu = run.gpu = arm.gpu(opts.profile_gpu)
     check_opts = gc.Options(
-        model=opts.model, out=arm_dir, profile_gpu=opts.profile_gpu, cache_dir=opts.cache_dir,
+        model=opts.model, out=arm_dir, profile_gpu=gpu, cache_dir=opts.cache_dir,
         startup_timeout_s=opts.startup_timeout_s,
     )  # fmt: skip
     arm_dir.mkdir(parents=True, exist_ok=True)
     found = detect_gpu()
-    on_larger = bool(found and found[1] > GPUS[opts.profile_gpu] * 1.05)
+    on_larger = bool(found and found[1] > GPUS[gpu] * 1.05)
     key = secrets.token_urlsafe(24)
     port, engine_port = gc._free_port(), gc._free_port()
     url, engine_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{engine_port}"
     env = gc.run_env(check_opts, key, port, engine_port, on_larger) | arm.env()
+    # The gateway admits as many decisions as the engine has seqs, as terraform/main.tf sets it.
+    env["DGEMMA_MAX_CONCURRENT_DECISIONS"] = str(arm.engine(gpu).engine_max_num_seqs)
     headers = {"Authorization": f"Bearer {key}"}
-    probe = gc.Check(host=report.host, profile=opts.profile_gpu, gate_profile="l4")
+    probe = gc.Check(host=report.host, profile=gpu, gate_profile="l4")
     baseline_mib = gc.gpu_used_mib()
     proc, start = gc.start(probe, check_opts, "cold" if cold else "warm", env)
     run.start = asdict(start)
@@ -268,12 +290,18 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
                     level, phase.stats, before, after,
                     _window(probe.queue, begun + SETTLE_S, ended),
                     _window(probe.samples, begun + SETTLE_S, ended),
-                    arm.capture_size(),
+                    arm.capture_size(gpu),
                 )  # fmt: skip
                 run.levels.append(level)
                 run.peak_mib = max((s.used_mib for s in probe.samples), default=baseline_mib) - baseline_mib
                 _say(f"  {arm.name} @{clients}: {_level_line(level)}")
                 write(report, opts.out)
+        if opts.overhead_rounds:
+            o = bench.ratios(bench.run(url, engine_url, opts.overhead_rounds, headers))
+            # The gateway's share of a decision's time at the median, as `dgemma gpu-check` reports it.
+            run.overhead = asdict(o) | {"gateway_share": 1 - 1 / o.p50_ratio}
+            _say(f"  {arm.name} gateway against the raw engine: {o}")
+            write(report, opts.out)
     finally:
         gc.stop(proc, start)
         run.start = asdict(start)
@@ -454,8 +482,9 @@ def markdown(report: Report) -> str:
         "",
         f"{report.started}. {h.get('gpu')} ({_f(h.get('gpu_mib'), 0)} MiB, driver {h.get('driver')}), "
         f"{h.get('cpus')} CPUs, Python {h.get('python')}" + (f", vLLM {version}" if version else "") + ". "
-        "The `l4` serving profile held to the L4's memory, **random weights** (figures of time and "
-        "memory, never of answers); **not an L4 measurement**. Compare arms within this run only.",
+        "Each arm's serving profile (the `l4` one held to the L4's memory), **random weights** (figures "
+        "of time and memory, never of answers); **not an L4 measurement**. Compare arms within this run "
+        "only.",
         "",
         "```",
         report.command,
@@ -470,10 +499,10 @@ def markdown(report: Report) -> str:
         "",
         "| # | arm | settings | ready | torch.compile | graphs | GPU idle / peak (MiB) | p50 / p95 @1 (ms) | "
         + " | ".join(f"req/s @{n}" for n in report.clients)
-        + " | failures |",
+        + " | failures | gateway share @1 |",
         "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |"
         + " ---: |" * len(report.clients)
-        + " ---: |",
+        + " ---: | ---: |",
     ]
     for r in report.runs:
         settings = ", ".join(f"`{k}={v}`" for k, v in r.settings.items()) or "(today's)"
@@ -485,7 +514,9 @@ def markdown(report: Report) -> str:
         ph = r.start.get("phases", {})
         lat = _level(r, 1, "latency")
         peak = r.peak_mib
-        fit = "" if peak is None else (" ✓" if peak <= L4_MIB else " **over the L4**")
+        budget_mib = round(GPUS[r.gpu] * 1024)
+        fit = "" if peak is None else (" ✓" if peak <= budget_mib else f" **over the {GPU_NAMES[r.gpu]}**")
+        share = (r.overhead or {}).get("gateway_share")
         lines.append(
             f"| {r.index} | {r.arm} | {settings} | {_f(r.start.get('ready_s'), 0)} s | "
             f"{_f(ph.get('compile_s'), 1)} s | {_f(ph.get('graphs_s'), 0)} s, "
@@ -495,12 +526,15 @@ def markdown(report: Report) -> str:
             + " | ".join(_f(lv.rps if (lv := _level(r, n)) else None, 1) for n in report.clients)
             + f" | {sum(lv.failures for lv in r.levels)}"
             + (" (cut: " + r.error[:120] + ")" if r.error else "")
-            + " |"
+            + f" | {_pct(share)} |"
         )
     lines += [
         "",
         f"GPU memory is the whole GPU's (nvidia-smi, less what was in use before the start), against "
-        f"the L4's {L4_MIB:,} MiB. 'cap': the largest step vLLM runs as a CUDA graph, in tokens.",
+        f"the memory of the arm's profile GPU (the L4's {L4_MIB:,} MiB for `l4`). 'cap': the largest "
+        "step vLLM runs as a CUDA graph, in tokens. Gateway share: 1 - engine / gateway p50 of the "
+        "same 3-question decisions sent one at a time to the raw engine and through the gateway, "
+        "interleaved (`loadtest.overhead`), after the levels.",
         "",
         "## Against the baseline",
         "",
@@ -609,7 +643,7 @@ def plot(report: Report, path: Path) -> None:
     ax_lat.grid(alpha=0.3, axis="y")
     ax_lat.legend(fontsize=8)
     fig.suptitle(
-        f"Engine arms on an {report.host.get('gpu', 'unknown GPU')}, random weights, l4 profile (not an L4)",
+        f"Engine arms on an {report.host.get('gpu', 'unknown GPU')}, random weights (not an L4)",
         fontsize=10,
     )
     fig.tight_layout()
@@ -651,6 +685,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--start-by-s", type=float, help="start no arm later than this many seconds after the command began"
     )
+    parser.add_argument(
+        "--overhead-rounds", type=int, default=20,
+        help="per arm, decisions sent to the raw engine and through the gateway in turn (20; 0: none)",
+    )  # fmt: skip
     return parser
 
 
@@ -667,6 +705,7 @@ def options(args: argparse.Namespace) -> Options:
         profile_gpu=args.gpu,
         cache_dir=args.cache_dir,
         start_by_s=args.start_by_s,
+        overhead_rounds=args.overhead_rounds,
     )
 
 

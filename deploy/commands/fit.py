@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheme", choices=["w4a16", "bf16"])
     parser.add_argument("--group-size", type=int)
     parser.add_argument("--max-num-seqs", type=int)
+    parser.add_argument("--max-num-batched-tokens", type=int)
     parser.add_argument("--canvas", type=int)
     parser.add_argument("--prompt-tokens", type=int)
     parser.add_argument("--gpu-memory-utilization", type=float)
@@ -46,19 +47,25 @@ def run(args: argparse.Namespace) -> int:
         checkpoint_bytes,
         host_budget,
     )
-    from deploy.runtime.gpu_budget import BIG_CONFIG, FitError, check_fits, fit, vllm_flags
+    from deploy.runtime.gpu_budget import BIG_CONFIG, FitError, check_fits, fit, scheduling_flags, vllm_flags
     from deploy.runtime.settings import WEIGHTS_MODES, EngineSettings
 
+    # The GPU and batch as settings: what they leave unset follows the GPU's serving profile, as at
+    # start. The shape flags override the profile itself, so the fit says why one cannot be sized.
+    settings = load(
+        EngineSettings,
+        engine_gpu=args.gpu,
+        engine_max_num_seqs=args.max_num_seqs,
+        engine_max_num_batched_tokens=args.max_num_batched_tokens,
+        engine_gpu_memory_utilization=args.gpu_memory_utilization,
+    )
     b = fit(
-        load(EngineSettings),
+        settings,
         args.checkpoint,
-        gpu=args.gpu,
         scheme=args.scheme,
         group_size=args.group_size,
-        max_num_seqs=args.max_num_seqs,
         canvas=args.canvas,
         prompt_tokens=args.prompt_tokens,
-        gpu_memory_utilization=args.gpu_memory_utilization,
     )
 
     def table(title: str, rows: list[tuple[str, float, str]], total: float, against: str) -> Table:
@@ -102,5 +109,5 @@ def run(args: argparse.Namespace) -> int:
         stderr.print(refusal, style="red", markup=False)
     if not gpu_fits or not fitting:
         return 1  # the GPU, or every weights mode asked for, does not fit
-    print("vLLM flags:", " ".join(vllm_flags(b)))
+    print("vLLM flags:", " ".join([*vllm_flags(b), *scheduling_flags(settings)]))
     return 0

@@ -44,6 +44,31 @@ CUDA_CONTEXT_GIB = 1.0
 THOUGHT_TOKENS = 4  # "<|channel>thought\n<channel|>" sits between the prompt and the canvas
 
 
+@dataclass(frozen=True)
+class GpuServing:
+    """A GPU's serving defaults: what `EngineSettings` sizes the engine with on it unless told."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+
+
+# l4: chosen by measurement on an H200 held to the L4's memory (docs/engine-arms-h200,
+# docs/engine-sizing-h200). 80+ GiB: sized for throughput, not memory (the fit leaves most of the GPU
+# unused); the h200 row measured in docs/engine-sizing-h200, the H100 taking it unmeasured.
+SERVING: dict[str, GpuServing] = {
+    "l4": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096),
+    "a100-40gb": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096),
+    "h100-80gb": GpuServing(max_num_seqs=128, max_num_batched_tokens=8192),
+    "h200": GpuServing(max_num_seqs=128, max_num_batched_tokens=8192),
+}
+
+
+def graph_capture_size(max_num_seqs: int, canvas: int, max_num_batched_tokens: int) -> int:
+    """The largest step to run as a CUDA graph: each read's canvas plus as many new prompt tokens
+    (2048 at 32 seqs held every step of docs/engine-arms-h200 in graphs), at most vLLM's batch."""
+    return min(max_num_seqs * 2 * canvas, max_num_batched_tokens)
+
+
 class FitError(KitError, ValueError):
     """The profile does not fit the GPU; the message says what to change."""
 
@@ -321,6 +346,14 @@ def vllm_flags(b: Budget, host_gpu_gib: float | None = None) -> list[str]:
     ]  # fmt: skip
 
 
+def scheduling_flags(engine: EngineSettings) -> list[str]:
+    """How the GPU engine schedules and runs its steps (nothing the memory fit sizes)."""
+    flags = ["--async-scheduling" if engine.engine_async_scheduling else "--no-async-scheduling"]
+    if engine.engine_max_cudagraph_capture_size:  # 0: vLLM's own cap
+        flags += ["--max-cudagraph-capture-size", str(engine.engine_max_cudagraph_capture_size)]
+    return flags
+
+
 def load_config(path: Path) -> dict[str, Any]:
     """A checkpoint's config.json, given the file or its directory."""
     config_path = path / "config.json" if path.is_dir() else path
@@ -350,6 +383,7 @@ def profile_for(settings: EngineSettings, config: dict[str, Any]) -> ServingProf
         max_num_seqs=settings.engine_max_num_seqs,
         canvas=settings.engine_canvas,
         prompt_tokens=settings.engine_prompt_tokens,
+        max_num_batched_tokens=settings.engine_max_num_batched_tokens,
         gpu=settings.engine_gpu,
         gpu_memory_utilization=settings.engine_gpu_memory_utilization,
         scheme=scheme,

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from app.core.config import KitSettings
+from deploy.runtime.gpu_budget import SERVING, graph_capture_size
 
 # How the image gets its weights (deploy/cloud/host_budget.py sizes each; docs/deploy.md).
 WeightsMode = Literal["baked", "download", "gcs_fuse"]
@@ -57,8 +58,13 @@ class EngineSettings(KitSettings):
     GPU check at start accepts any GPU with at least that memory (`dgemma gpu-check` measures the
     L4 fit on an H200 so). vLLM 0.32 ignores its utilization once the KV cache is sized in bytes, so
     the budget is held by measuring the whole GPU's memory against `engine_gpu`'s."""
-    engine_max_num_seqs: int = Field(32, ge=1)
-    """vLLM `--max-num-seqs`: reads decoded together (the batch in "batch@32")."""
+    engine_max_num_seqs: int = Field(SERVING["l4"].max_num_seqs, ge=1)
+    """vLLM `--max-num-seqs`: reads decoded together (the batch in "batch@32"). Unset: the serving
+    profile of `engine_gpu` (l4 and a100-40gb 32, h100-80gb and h200 128;
+    docs/engine-sizing-h200/README.md)."""
+    engine_max_num_batched_tokens: int = Field(SERVING["l4"].max_num_batched_tokens, ge=256)
+    """vLLM `--max-num-batched-tokens`: prompt and canvas tokens one engine step may take. Unset: the
+    serving profile of `engine_gpu` (l4 4096, h100-80gb and h200 8192)."""
     engine_async_scheduling: bool = False
     """vLLM `--async-scheduling` / `--no-async-scheduling` (GPU; vLLM's own default is on). Off: with
     `engine_max_cudagraph_capture_size` 2048, 1.4-1.7x the decisions per second of vLLM's defaults at
@@ -66,9 +72,10 @@ class EngineSettings(KitSettings):
     freed; off alone was slower (its fuller steps ran eager)."""
     engine_max_cudagraph_capture_size: int = Field(2048, ge=0)
     """vLLM `--max-cudagraph-capture-size` (GPU): the largest step, in tokens, that runs as a CUDA
-    graph; larger steps run eager, kernel by kernel from Python. 2048 holds a full step of 32 reads
-    (32 x 33 canvas tokens plus new prompt tokens), for 0.6 GiB more graph memory than vLLM's 512
-    and ~10 s more capture at each start (measured on an H200). 0: vLLM's own default (512 here)."""
+    graph; larger steps run eager, kernel by kernel from Python. Unset: seqs x 2 x canvas, at most
+    the batched tokens; 2048 at 32 seqs holds a full step of 32 reads (32 x 33 canvas tokens plus new
+    prompt tokens), for 0.6 GiB more graph memory than vLLM's 512 and ~10 s more capture at each start
+    (measured on an H200). 0: vLLM's own default (512 here)."""
     engine_canvas: int = Field(32, ge=16)
     """Canvas length vLLM allocates per sequence; its fp32 sampler buffer is seqs x canvas x vocab."""
     engine_prompt_tokens: int = Field(300, ge=16)
@@ -82,6 +89,29 @@ class EngineSettings(KitSettings):
     """vLLM `--dtype` on CPU. float32: vLLM's bf16 AMX attention kernel crashes on the tiny model
     on AMX CPUs (divide error), while the AVX-512 kernel used for float32 works everywhere.
     float16 serves W4A16 checkpoints (the CPU W4A16 kernel has no float32 path)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _serving_profile(cls, data: Any) -> Any:
+        """What is not set follows `engine_gpu`'s serving profile (an unknown GPU: the fit refuses it)."""
+        if not isinstance(data, dict):
+            return data
+        serving = SERVING.get(str(data.get("engine_gpu", "l4")))
+        if serving is None:
+            return data
+        data = {
+            "engine_max_num_seqs": serving.max_num_seqs,
+            "engine_max_num_batched_tokens": serving.max_num_batched_tokens,
+            **data,
+        }
+        if "engine_max_cudagraph_capture_size" not in data:
+            try:
+                seqs, batched = int(data["engine_max_num_seqs"]), int(data["engine_max_num_batched_tokens"])
+                canvas = int(data.get("engine_canvas", cls.model_fields["engine_canvas"].default))
+            except (TypeError, ValueError):
+                return data  # the fields' own validation says what is wrong
+            data["engine_max_cudagraph_capture_size"] = graph_capture_size(seqs, canvas, batched)
+        return data
 
     @field_validator("engine_attention_backend")
     @classmethod

@@ -242,6 +242,7 @@ def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
         detect_gpu,
         load_config,
         profile_for,
+        scheduling_flags,
         vllm_flags,
     )
 
@@ -267,14 +268,6 @@ def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
         FLASHINFER_SAMPLER_ENV: "0",  # else vLLM's GPU sampler imports FlashInfer, absent here
     }
     return argv, env
-
-
-def scheduling_flags(engine: EngineSettings) -> list[str]:
-    """How the GPU engine schedules and runs its steps (nothing the memory fit sizes)."""
-    flags = ["--async-scheduling" if engine.engine_async_scheduling else "--no-async-scheduling"]
-    if engine.engine_max_cudagraph_capture_size:  # 0: vLLM's own cap
-        flags += ["--max-cudagraph-capture-size", str(engine.engine_max_cudagraph_capture_size)]
-    return flags
 
 
 def weights_command(settings: SupervisorSettings) -> list[str]:

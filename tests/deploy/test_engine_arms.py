@@ -113,8 +113,8 @@ def test_an_arms_env_reaches_the_engines_argv(tmp_path: Path, monkeypatch: pytes
 
 def test_a_level_from_vllms_counters_and_the_samples_in_its_window() -> None:
     after = engine_counters((DATA / "vllm-h200-metrics-batch32.txt").read_text())
-    before = {"steps": 138.0, "step_tokens": 4332.0, "steps_le_512": 85.0, "steps_le_2048": 138.0,
-              "requests_finished": 734.0}  # fmt: skip
+    before = {"steps": 138.0, "step_tokens": 4332.0, "steps_le_512": 85.0, "steps_le_1024": 88.0,
+              "steps_le_2048": 138.0, "requests_finished": 734.0}  # fmt: skip
     level = Level(clients=32, kind="throughput", seconds=20)
     stats = {"requests": 1200, "failures": 12, "rps": 60.0, "p50_ms": 480.0, "p95_ms": 610.0}
     queue = [{"t": 1.0, "running": 3, "waiting": 61}, {"t": 2.0, "running": 32, "waiting": 33},
@@ -130,7 +130,10 @@ def test_a_level_from_vllms_counters_and_the_samples_in_its_window() -> None:
     assert e["gpu_busy_pct"] == pytest.approx(41.0)
     summarize_level(level, stats, before, after, [], [], capture_size=2048)
     assert level.engine["over_cap_share"] == 0 and level.engine["running_median"] is None
-    summarize_level(level, stats, before, after, [], [], capture_size=3000)  # not a bucket bound
+    # A cap between bounds counts the steps above the next bound up: still certainly eager.
+    summarize_level(level, stats, before, after, [], [], capture_size=768)
+    assert level.engine["over_cap_share"] == pytest.approx(1 - (1089 - 88) / 1000)
+    summarize_level(level, stats, before, after, [], [], capture_size=20000)  # above every bound
     assert level.engine["over_cap_share"] is None
 
 

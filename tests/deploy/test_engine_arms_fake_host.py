@@ -26,24 +26,39 @@ def _arms(env: dict[str, str], model: Path, out: Path, *args: str) -> subprocess
     )  # fmt: skip
 
 
-def test_two_arms_side_by_side(gpu_host: dict[str, str], checkpoint: Path, tmp_path: Path) -> None:  # noqa: F811
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_three_arms_side_by_side(gpu_host: dict[str, str], checkpoint: Path, tmp_path: Path) -> None:  # noqa: F811
     out = tmp_path / "arms"
     done = _arms(
         gpu_host, checkpoint, out, "--clients", "2", "--seconds", "5", "--latency-seconds", "5",
-        "--arm", "baseline", "--arm", "async-on:engine_async_scheduling=true",
+        "--overhead-rounds", "2", "--arm", "baseline", "--arm", "async-on:engine_async_scheduling=true",
+        "--arm", "h200:engine_gpu=h200",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "async-on @2:" in done.stdout  # progress as it goes
     report = json.loads((out / "arms.json").read_text())
-    baseline, async_on = report["runs"]
+    baseline, async_on, h200 = report["runs"]
     assert [lv["clients"] for lv in baseline["levels"]] == [1, 2]
     assert all(lv["failures"] == 0 and lv["rps"] > 0 for r in report["runs"] for lv in r["levels"])
     assert "--async-scheduling" in async_on["start"]["engine_argv"]
     assert "--no-async-scheduling" in baseline["start"]["engine_argv"]  # today's default
-    assert [r["start"]["cache"] for r in report["runs"]] == ["cold", "warm"]
+    assert [r["start"]["cache"] for r in report["runs"]] == ["cold", "warm", "warm"]
     assert all(r["start"]["exit_code"] == 0 and r["peak_mib"] == 19083 for r in report["runs"])
+    # The h200 arm: that GPU's serving profile, not held to the L4's share of the GPU.
+    argv = h200["start"]["engine_argv"]
+    assert (h200["gpu"], baseline["gpu"]) == ("h200", "l4")
+    assert _flag(argv, "--max-num-seqs") == "128" and _flag(argv, "--max-num-batched-tokens") == "8192"
+    assert _flag(argv, "--max-cudagraph-capture-size") == "8192"
+    assert _flag(argv, "--gpu-memory-utilization") == "0.92"
+    assert _flag(baseline["start"]["engine_argv"], "--max-num-seqs") == "32"
+    assert all(r["overhead"]["p50_ratio"] > 0 and r["overhead"]["gateway_share"] < 1 for r in report["runs"])
     md = (out / "arms.md").read_text()
     assert "| async-on | 1 |" in md and "plus `--async-scheduling`" in md
+    assert "`--max-cudagraph-capture-size 8192` `--max-num-batched-tokens 8192` `--max-num-seqs 128`" in md
+    assert "over the" not in md
     assert (out / "arms.png").exists() and (out / "02-async-on" / "c2" / "throughput_stats.csv").exists()
 
 

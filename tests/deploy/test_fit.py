@@ -8,6 +8,7 @@ import pytest
 
 from deploy.runtime.gpu_budget import (
     BIG_CONFIG,
+    SERVING,
     Arch,
     FitError,
     GiB,
@@ -15,6 +16,7 @@ from deploy.runtime.gpu_budget import (
     budget,
     check_fits,
     fit,
+    graph_capture_size,
     load_arch,
     load_config,
     profile_for,
@@ -140,3 +142,45 @@ def test_the_full_attention_shape_as_transformers_saves_it() -> None:
     saved = Arch.from_config({**published, "text_config": text})
     assert saved == Arch.from_config(published)
     assert saved.kv_bytes_per_token() == 225_280  # 220 KiB, as vLLM allocates (10,454 tokens in 2.26 GiB)
+
+
+def test_the_gpu_names_its_serving_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset, seqs, batched tokens and the CUDA-graph cap follow `engine_gpu`; set, they win."""
+    l4 = EngineSettings()
+    assert (l4.engine_max_num_seqs, l4.engine_max_num_batched_tokens) == (32, 4096)
+    assert l4.engine_max_cudagraph_capture_size == 2048  # docs/engine-arms-h200
+    h200 = EngineSettings(engine_gpu="h200")
+    assert h200.engine_max_num_seqs == SERVING["h200"].max_num_seqs > l4.engine_max_num_seqs
+    assert h200.engine_max_cudagraph_capture_size == graph_capture_size(
+        h200.engine_max_num_seqs, 32, h200.engine_max_num_batched_tokens
+    )
+    monkeypatch.setenv("DGEMMA_ENGINE_GPU", "h200")
+    monkeypatch.setenv("DGEMMA_ENGINE_MAX_NUM_SEQS", "48")
+    from_env = EngineSettings()
+    assert (from_env.engine_max_num_seqs, from_env.engine_max_cudagraph_capture_size) == (48, 48 * 2 * 32)
+    assert from_env.engine_max_num_batched_tokens == SERVING["h200"].max_num_batched_tokens
+    assert EngineSettings(engine_max_cudagraph_capture_size=0).engine_max_cudagraph_capture_size == 0
+    # The cap never passes what one step may batch.
+    assert graph_capture_size(512, 32, 8192) == 8192
+
+
+def test_the_h200_profile_fits_its_gpu_and_not_the_l4() -> None:
+    b = fit(EngineSettings(engine_gpu="h200"))
+    check_fits(b)
+    flags = vllm_flags(b)
+    assert flags[flags.index("--max-num-seqs") + 1] == str(SERVING["h200"].max_num_seqs)
+    assert flags[flags.index("--max-num-batched-tokens") + 1] == str(SERVING["h200"].max_num_batched_tokens)
+    assert int(flags[flags.index("--kv-cache-memory-bytes") + 1]) == int(b.kv_cache_gib * GiB)
+    with pytest.raises(FitError, match="needs"):  # the same batch on an L4
+        check_fits(fit(EngineSettings(), max_num_seqs=b.profile.max_num_seqs))
+
+
+def test_fit_command_sizes_the_gpus_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    from deploy import cli
+
+    assert cli.main(["fit", "--gpu", "h200", "--weights-mode", "baked"]) == 0
+    out = capsys.readouterr().out
+    assert "--max-num-seqs 128 " in out and "--max-cudagraph-capture-size 8192" in out
+    assert cli.main(["fit", "--max-num-seqs", "48", "--weights-mode", "baked"]) == 1  # over the L4's 0.92
+    assert cli.main(["fit", "--gpu", "h200", "--max-num-seqs", "64", "--weights-mode", "baked"]) == 0
+    assert "--max-num-seqs 64 " in capsys.readouterr().out
