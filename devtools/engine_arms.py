@@ -190,6 +190,7 @@ class Options:
     startup_timeout_s: float = 1700.0
     start_by_s: float | None = None  # start no arm later than this after the command began
     overhead_rounds: int = 20  # gateway against raw engine, interleaved (loadtest.overhead); 0: none
+    reuse_cache: bool = False  # keep what an earlier run on this host compiled (its first start is warm)
 
 
 def summarize_level(
@@ -333,9 +334,9 @@ def run(opts: Options, command: str) -> Report:
         raise ConfigError("nvidia-smi reports no GPU")
     began = time.monotonic()
     opts.out.mkdir(parents=True, exist_ok=True)
-    if opts.cache_dir.exists():
+    if opts.cache_dir.exists() and not opts.reuse_cache:
         shutil.rmtree(opts.cache_dir)  # the first start is cold; later ones find what it compiled
-    opts.cache_dir.mkdir(parents=True)
+    opts.cache_dir.mkdir(parents=True, exist_ok=True)
     report = Report(
         host=gc.host_facts(),
         command=command,
@@ -686,6 +687,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--start-by-s", type=float, help="start no arm later than this many seconds after the command began"
     )
     parser.add_argument(
+        "--reuse-cache", action="store_true",
+        help="keep the cache directory's contents (an earlier run's on this host) instead of emptying it",
+    )  # fmt: skip
+    parser.add_argument(
         "--overhead-rounds", type=int, default=20,
         help="per arm, decisions sent to the raw engine and through the gateway in turn (20; 0: none)",
     )  # fmt: skip
@@ -706,6 +711,7 @@ def options(args: argparse.Namespace) -> Options:
         cache_dir=args.cache_dir,
         start_by_s=args.start_by_s,
         overhead_rounds=args.overhead_rounds,
+        reuse_cache=args.reuse_cache,
     )
 
 

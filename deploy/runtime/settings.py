@@ -60,11 +60,11 @@ class EngineSettings(KitSettings):
     the budget is held by measuring the whole GPU's memory against `engine_gpu`'s."""
     engine_max_num_seqs: int = Field(SERVING["l4"].max_num_seqs, ge=1)
     """vLLM `--max-num-seqs`: reads decoded together (the batch in "batch@32"). Unset: the serving
-    profile of `engine_gpu` (l4 and a100-40gb 32, h100-80gb and h200 128;
-    docs/engine-sizing-h200/README.md)."""
+    profile of `engine_gpu` (32 on every GPU: on an H200, 48 gave 0.60x the decisions per second of
+    32 at 32 clients, docs/engine-sizing-h200/README.md)."""
     engine_max_num_batched_tokens: int = Field(SERVING["l4"].max_num_batched_tokens, ge=256)
     """vLLM `--max-num-batched-tokens`: prompt and canvas tokens one engine step may take. Unset: the
-    serving profile of `engine_gpu` (l4 4096, h100-80gb and h200 8192)."""
+    serving profile of `engine_gpu` (4096 on every GPU)."""
     engine_async_scheduling: bool = False
     """vLLM `--async-scheduling` / `--no-async-scheduling` (GPU; vLLM's own default is on). Off: with
     `engine_max_cudagraph_capture_size` 2048, 1.4-1.7x the decisions per second of vLLM's defaults at
@@ -73,9 +73,10 @@ class EngineSettings(KitSettings):
     engine_max_cudagraph_capture_size: int = Field(2048, ge=0)
     """vLLM `--max-cudagraph-capture-size` (GPU): the largest step, in tokens, that runs as a CUDA
     graph; larger steps run eager, kernel by kernel from Python. Unset: seqs x 2 x canvas, at most
-    the batched tokens; 2048 at 32 seqs holds a full step of 32 reads (32 x 33 canvas tokens plus new
-    prompt tokens), for 0.6 GiB more graph memory than vLLM's 512 and ~10 s more capture at each start
-    (measured on an H200). 0: vLLM's own default (512 here)."""
+    the batched tokens and 4096 (an 8192-token graph crashed at capture on an H200). 2048 at 32 seqs
+    holds a full step of 32 reads (32 x 33 canvas tokens plus new prompt tokens), for 0.6 GiB more
+    graph memory than vLLM's 512 and ~10 s more capture at each start (measured on an H200). 0:
+    vLLM's own default (512 here)."""
     engine_canvas: int = Field(32, ge=16)
     """Canvas length vLLM allocates per sequence; its fp32 sampler buffer is seqs x canvas x vocab."""
     engine_prompt_tokens: int = Field(300, ge=16)

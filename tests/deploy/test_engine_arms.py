@@ -89,6 +89,18 @@ def test_the_command_line() -> None:
     }
     default = options(build_parser().parse_args(["/ckpt"]))
     assert [a.name for a in default.arms] == ["baseline", "vllm-defaults", "baseline"]
+    assert default.overhead_rounds == 20 and not default.reuse_cache
+    again = options(build_parser().parse_args(["/ckpt", "--reuse-cache", "--overhead-rounds", "0"]))
+    assert again.reuse_cache and again.overhead_rounds == 0
+
+
+def test_an_arm_may_run_another_gpus_profile() -> None:
+    l4, h200 = parse_arms(["l4", "h200:engine_gpu=h200,engine_max_num_seqs=64"])
+    assert (l4.gpu("l4"), h200.gpu("l4")) == ("l4", "h200")
+    assert h200.engine("l4").engine_max_num_seqs == 64 and h200.capture_size("l4") == 4096
+    assert l4.capture_size("l4") == 2048
+    with pytest.raises(ConfigError, match="engine_gpu 'tpu'"):
+        parse_arms(["x:engine_gpu=tpu"])
     with pytest.raises(SystemExit):
         build_parser().parse_args(["/ckpt", "--clients", "0"])
     with pytest.raises(ConfigError, match="at least 5 s"):

@@ -35,7 +35,7 @@ def test_three_arms_side_by_side(gpu_host: dict[str, str], checkpoint: Path, tmp
     done = _arms(
         gpu_host, checkpoint, out, "--clients", "2", "--seconds", "5", "--latency-seconds", "5",
         "--overhead-rounds", "2", "--arm", "baseline", "--arm", "async-on:engine_async_scheduling=true",
-        "--arm", "h200:engine_gpu=h200",
+        "--arm", "h200:engine_gpu=h200,engine_max_num_seqs=64",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "async-on @2:" in done.stdout  # progress as it goes
@@ -47,17 +47,18 @@ def test_three_arms_side_by_side(gpu_host: dict[str, str], checkpoint: Path, tmp
     assert "--no-async-scheduling" in baseline["start"]["engine_argv"]  # today's default
     assert [r["start"]["cache"] for r in report["runs"]] == ["cold", "warm", "warm"]
     assert all(r["start"]["exit_code"] == 0 and r["peak_mib"] == 19083 for r in report["runs"])
-    # The h200 arm: that GPU's serving profile, not held to the L4's share of the GPU.
+    # The h200 arm: that GPU's serving profile, not held to the L4's share of the GPU; its graph cap
+    # derived from its seqs.
     argv = h200["start"]["engine_argv"]
     assert (h200["gpu"], baseline["gpu"]) == ("h200", "l4")
-    assert _flag(argv, "--max-num-seqs") == "128" and _flag(argv, "--max-num-batched-tokens") == "8192"
-    assert _flag(argv, "--max-cudagraph-capture-size") == "8192"
+    assert _flag(argv, "--max-num-seqs") == "64" and _flag(argv, "--max-cudagraph-capture-size") == "4096"
     assert _flag(argv, "--gpu-memory-utilization") == "0.92"
+    assert float(_flag(baseline["start"]["engine_argv"], "--gpu-memory-utilization")) < 0.2  # the L4's share
     assert _flag(baseline["start"]["engine_argv"], "--max-num-seqs") == "32"
     assert all(r["overhead"]["p50_ratio"] > 0 and r["overhead"]["gateway_share"] < 1 for r in report["runs"])
     md = (out / "arms.md").read_text()
     assert "| async-on | 1 |" in md and "plus `--async-scheduling`" in md
-    assert "`--max-cudagraph-capture-size 8192` `--max-num-batched-tokens 8192` `--max-num-seqs 128`" in md
+    assert "`--max-cudagraph-capture-size 4096` `--max-num-seqs 64`" in md
     assert "over the" not in md
     assert (out / "arms.png").exists() and (out / "02-async-on" / "c2" / "throughput_stats.csv").exists()
 

@@ -8,10 +8,12 @@ import pytest
 
 from deploy.runtime.gpu_budget import (
     BIG_CONFIG,
+    MAX_GRAPH_TOKENS,
     SERVING,
     Arch,
     FitError,
     GiB,
+    GpuServing,
     ServingProfile,
     budget,
     check_fits,
@@ -149,30 +151,35 @@ def test_the_gpu_names_its_serving_profile(monkeypatch: pytest.MonkeyPatch) -> N
     l4 = EngineSettings()
     assert (l4.engine_max_num_seqs, l4.engine_max_num_batched_tokens) == (32, 4096)
     assert l4.engine_max_cudagraph_capture_size == 2048  # docs/engine-arms-h200
+    monkeypatch.setitem(SERVING, "h200", GpuServing(max_num_seqs=40, max_num_batched_tokens=8192))
     h200 = EngineSettings(engine_gpu="h200")
-    assert h200.engine_max_num_seqs == SERVING["h200"].max_num_seqs > l4.engine_max_num_seqs
-    assert h200.engine_max_cudagraph_capture_size == graph_capture_size(
-        h200.engine_max_num_seqs, 32, h200.engine_max_num_batched_tokens
-    )
+    assert (h200.engine_max_num_seqs, h200.engine_max_num_batched_tokens) == (40, 8192)
+    assert h200.engine_max_cudagraph_capture_size == 40 * 2 * 32
     monkeypatch.setenv("DGEMMA_ENGINE_GPU", "h200")
     monkeypatch.setenv("DGEMMA_ENGINE_MAX_NUM_SEQS", "48")
     from_env = EngineSettings()
     assert (from_env.engine_max_num_seqs, from_env.engine_max_cudagraph_capture_size) == (48, 48 * 2 * 32)
-    assert from_env.engine_max_num_batched_tokens == SERVING["h200"].max_num_batched_tokens
+    assert from_env.engine_max_num_batched_tokens == 8192
     assert EngineSettings(engine_max_cudagraph_capture_size=0).engine_max_cudagraph_capture_size == 0
-    # The cap never passes what one step may batch.
-    assert graph_capture_size(512, 32, 8192) == 8192
+    # The cap passes neither what one step may batch nor the graph size that crashed at capture.
+    assert graph_capture_size(48, 32, 2048) == 2048
+    assert graph_capture_size(128, 32, 8192) == MAX_GRAPH_TOKENS < 8192
 
 
-def test_the_h200_profile_fits_its_gpu_and_not_the_l4() -> None:
+def test_the_h200_profile_is_sized_against_the_h200() -> None:
+    """The measured batch (docs/engine-sizing-h200), against the H200's memory, not the L4's share."""
+    assert SERVING["h200"] == SERVING["l4"]  # 48 seqs measured slower, 128 did not start
     b = fit(EngineSettings(engine_gpu="h200"))
     check_fits(b)
+    assert b.available_gib == pytest.approx(0.92 * 143771 / 1024)
     flags = vllm_flags(b)
-    assert flags[flags.index("--max-num-seqs") + 1] == str(SERVING["h200"].max_num_seqs)
-    assert flags[flags.index("--max-num-batched-tokens") + 1] == str(SERVING["h200"].max_num_batched_tokens)
+    assert flags[flags.index("--max-num-seqs") + 1] == "32"
+    assert flags[flags.index("--gpu-memory-utilization") + 1] == "0.92"
     assert int(flags[flags.index("--kv-cache-memory-bytes") + 1]) == int(b.kv_cache_gib * GiB)
-    with pytest.raises(FitError, match="needs"):  # the same batch on an L4
-        check_fits(fit(EngineSettings(), max_num_seqs=b.profile.max_num_seqs))
+    # What fits the H200 and not the L4: the fit says so for each.
+    check_fits(fit(EngineSettings(engine_gpu="h200"), max_num_seqs=128))
+    with pytest.raises(FitError, match="needs"):
+        check_fits(fit(EngineSettings(), max_num_seqs=128))
 
 
 def test_fit_command_sizes_the_gpus_profile(capsys: pytest.CaptureFixture[str]) -> None:
@@ -180,7 +187,8 @@ def test_fit_command_sizes_the_gpus_profile(capsys: pytest.CaptureFixture[str]) 
 
     assert cli.main(["fit", "--gpu", "h200", "--weights-mode", "baked"]) == 0
     out = capsys.readouterr().out
-    assert "--max-num-seqs 128 " in out and "--max-cudagraph-capture-size 8192" in out
+    assert "on h200" in out and "--max-num-seqs 32 " in out and "--max-cudagraph-capture-size 2048" in out
     assert cli.main(["fit", "--max-num-seqs", "48", "--weights-mode", "baked"]) == 1  # over the L4's 0.92
     assert cli.main(["fit", "--gpu", "h200", "--max-num-seqs", "64", "--weights-mode", "baked"]) == 0
-    assert "--max-num-seqs 64 " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "--max-num-seqs 64 " in out and "--max-cudagraph-capture-size 4096" in out
