@@ -85,7 +85,7 @@ class Arm:
 
     def gpu(self, default: str) -> str:
         """The GPU whose serving profile this arm runs (and whose memory it is held to)."""
-        return self.settings.get("engine_gpu", default)
+        return self.engine(default).engine_gpu
 
     def capture_size(self, gpu: str = "l4") -> int:
         """The largest step that runs as a CUDA graph, in tokens."""
@@ -299,8 +299,7 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
                 write(report, opts.out)
         if opts.overhead_rounds:
             o = bench.ratios(bench.run(url, engine_url, opts.overhead_rounds, headers))
-            # The gateway's share of a decision's time at the median, as `dgemma gpu-check` reports it.
-            run.overhead = asdict(o) | {"gateway_share": 1 - 1 / o.p50_ratio}
+            run.overhead = asdict(o) | {"gateway_share": o.gateway_share}
             _say(f"  {arm.name} gateway against the raw engine: {o}")
             write(report, opts.out)
     finally:

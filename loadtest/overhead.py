@@ -45,6 +45,11 @@ class Overhead:
     p95_ratio: float
     p50_added_ms: float
 
+    @property
+    def gateway_share(self) -> float:
+        """The gateway's share of a decision's time at the median (same requests, interleaved)."""
+        return 1 - 1 / self.p50_ratio
+
     def __str__(self) -> str:
         return (
             f"p50 x{self.p50_ratio:.3f}, p95 x{self.p95_ratio:.3f} "

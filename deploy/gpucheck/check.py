@@ -508,8 +508,7 @@ def gate(check: Check, opts: Options, url: str, engine_url: str, key: str) -> No
         "targets": profile.targets,
         "missed": result.missed,
         "overhead": asdict(overhead) if overhead else None,
-        # The gateway's share of a decision's time at the median (same requests, interleaved).
-        "gateway_share": (1 - 1 / overhead.p50_ratio) if overhead else None,
+        "gateway_share": overhead.gateway_share if overhead else None,
     }
 
 
