@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import hashlib
 import json
 import math
@@ -36,7 +37,7 @@ from urllib.parse import quote_plus
 
 import yaml
 
-from app.alerts.formats import labels_fingerprint
+from app.alerts.formats import from_alertmanager, labels_fingerprint
 
 # The source this file's committed output was built from.
 SOURCE_REPO = "https://github.com/samber/awesome-prometheus-alerts"
@@ -648,7 +649,7 @@ class Selected:
     service: str
     exporter: str
     rule: Mapping[str, Any]
-    team: Team
+    team: Team | None  # None: a rule outside the eval's categories (a training rule, `rest`)
     occurrence: int  # 0 unless the same (group, service, exporter, name) came before
 
 
@@ -673,6 +674,29 @@ def select(rules: Mapping[str, Any]) -> list[Selected]:
     return out
 
 
+def rest(rules: Mapping[str, Any]) -> list[Selected]:
+    """The rules `select` leaves out (categories of no default team), less any whose name or
+    description is an eval rule's: the toy's training rules, never an eval line."""
+    chosen = select(rules)
+    names = {camel(str(s.rule["name"])).lower() for s in chosen}
+    texts = {_plain(str(s.rule["description"])) for s in chosen}
+    seen: dict[tuple[str, str, str, str], int] = {}
+    out: list[Selected] = []
+    for group, service, exporter, rule in walk(rules):
+        if team_of(group, service) is not None:
+            continue
+        if camel(str(rule["name"])).lower() in names or _plain(str(rule["description"])) in texts:
+            continue
+        key = (group, service, exporter, str(rule["name"]))
+        seen[key] = seen.get(key, -1) + 1
+        out.append(Selected(group, service, exporter, rule, None, seen[key]))
+    return out
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
 def _starts_at(rng: random.Random) -> str:
     t = EPOCH + dt.timedelta(seconds=rng.randrange(WINDOW_S))
     nanos = f"{rng.randrange(10**9):09d}".rstrip("0")
@@ -683,9 +707,12 @@ def _quote_label(value: str) -> str:
     return json.dumps(value)  # Go's %q for the printable text of alert names
 
 
-def delivery(s: Selected) -> dict[str, Any]:
+def delivery(s: Selected, variant: int = 0) -> dict[str, Any]:
+    """The rule's delivery; another `variant` draws other label values, value and time."""
     rule = s.rule
     place = "\x00".join((SEED, s.group, s.service, s.exporter, str(rule["name"]), str(s.occurrence)))
+    if variant:
+        place += f"\x00{variant}"
     rng = random.Random(place)
     severity = str(rule["severity"])
     series = synthetic_labels(rng, s.service, rule)
@@ -735,6 +762,28 @@ def build(rules: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def training(rules: Mapping[str, Any], variants: int) -> list[str]:
+    """JSON lines of the `rest` rules' alerts, `variants` renderings each, as the toy trains on
+    them (deploy/models/scripts/alert_corpus.py): the state the router builds from the delivery
+    (`Alert.state()`), the rule's severity, and the split (a tenth of the rules, by name, is dev)."""
+    lines = []
+    for s in rest(rules):
+        name = str(s.rule["name"])
+        digest = hashlib.sha256(f"{s.service}\x00{name}".encode()).digest()
+        split = "dev" if digest[0] % 10 == 0 else "train"
+        for v in range(variants):
+            (alert,) = from_alertmanager(delivery(s, v)["payload"]).alerts
+            item = {
+                "split": split,
+                "rule": f"{s.group} / {s.service}: {name}",
+                "severity": str(s.rule["severity"]),
+            }
+            lines.append(
+                json.dumps({**item, "state": alert.state()}, ensure_ascii=False, separators=(",", ":"))
+            )
+    return lines
+
+
 def load(path: Path) -> Any:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
@@ -742,14 +791,24 @@ def load(path: Path) -> Any:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("rules", type=Path, help="_data/rules.yml of samber/awesome-prometheus-alerts")
-    parser.add_argument("out", type=Path, help="the JSON Lines file to write")
+    parser.add_argument("out", type=Path, help="the JSON Lines file to write (gzipped with --training)")
+    parser.add_argument(
+        "--training", type=int, metavar="VARIANTS",
+        help="write instead the toy's training alerts: the rules outside the eval, VARIANTS renderings each",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     raw = args.rules.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()
     if digest != SOURCE_SHA256:
         print(f"note: {args.rules} is not the pinned rules file (sha256 {digest})", file=sys.stderr)
-    lines = build(yaml.safe_load(raw.decode("utf-8")))
-    args.out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    rules = yaml.safe_load(raw.decode("utf-8"))
+    if args.training:
+        lines = training(rules, args.training)
+        text = "".join(line + "\n" for line in lines).encode("utf-8")
+        args.out.write_bytes(gzip.compress(text, mtime=0))  # mtime 0: the same bytes on every build
+    else:
+        lines = build(rules)
+        args.out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     print(f"{len(lines)} deliveries -> {args.out} (rules sha256 {digest})", file=sys.stderr)
     return 0
 

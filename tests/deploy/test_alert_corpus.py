@@ -1,18 +1,22 @@
 """The realistic alerts the toy trains on (deploy/models/scripts/alert_corpus.py): each sender's
 payload goes through the router's own parser and request to exactly the state text the generator
-trains on, the training questions are the default policy's, values decide severity, and the splits
-are deterministic and held out."""
+trains on, the training questions are the default policy's, values or states decide severity, and
+the splits are deterministic and held out."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections import Counter
 from itertools import pairwise
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from app.alerts.evaluation import without_severity
 from app.alerts.formats import parse_body
 from app.alerts.policy import Policy
 from app.alerts.records import SOURCES
@@ -128,3 +132,114 @@ def test_the_stream_asks_every_question_of_both_state_shapes() -> None:
             assert sorted(options) == sorted(corpus.TEAMS) and all(descriptions)
         if tag in ("sdk:team", "sdk:severity"):
             assert instructions is None  # the README's Choice and Score carry none
+
+
+def test_community_template_descriptions_reach_the_model_as_sent() -> None:
+    """The widely copied "VALUE = {{ $value }} / LABELS = {{ $labels }}" descriptions survive the
+    router's parser, and print the alert's own value and labels as Go does."""
+    seen = 0
+    for source in ("alertmanager", "grafana"):
+        for item in corpus.examples("test", 400, source):
+            description = item["state"].get("annotations", {}).get("description", "")
+            if "\n  VALUE = " not in description:
+                continue
+            seen += 1
+            (alert,) = parse_body(source, json.dumps(item["payload"]).encode()).alerts
+            assert alert.annotations["description"] == description
+            match = re.fullmatch(r"(.+)\n  VALUE = (.+)\n  LABELS = (map\[.*\])", description, re.S)
+            assert match, description
+            value = corpus.go_float(item["alert"]["num"])
+            assert match[2] in (value, f"[ var='B' labels={{}} value={value} ]")
+            series = item["alert"]["labels"]
+            assert match[3] in (corpus.go_map(series), corpus.go_map({"alertname": alert.title, **series}))
+            assert all(alert.labels[k] == v for k, v in series.items())  # the map tells the truth
+    assert seen >= 40
+
+
+def test_go_float_prints_as_go_fmt_does() -> None:
+    cases = {0: "0", 1: "1", 0.5: "0.5", 97.25: "97.25", 123456.0: "123456", 1e6: "1e+06"}
+    cases |= {
+        1234567.0: "1.234567e+06",
+        0.0001: "0.0001",
+        0.00001: "1e-05",
+        -3.0: "-3",
+        0.1 + 0.2: "0.30000000000000004",
+    }
+    assert {v: corpus.go_float(v) for v in cases} == cases
+    assert corpus.go_map({"job": "pg", "instance": "db-1:9187"}) == "map[instance:db-1:9187 job:pg]"
+
+
+def test_states_decide_severity_with_shared_words_and_balanced_answers() -> None:
+    """State kinds (down, no leader, no healthy backend...) are a large share, critical when
+    something is unavailable or data is at risk, and share their words with non-critical alerts;
+    teams and pages stay balanced."""
+    items = corpus.examples("train", 6000)
+    states = [i for i in items if i["alert"]["state_kind"]]
+    assert 0.25 < len(states) / len(items) < 0.5
+    assert 0.28 < sum(i["page"] for i in items) / len(items) < 0.4
+    teams = Counter(i["team"] for i in items)
+    assert all(0.25 < teams[t] / len(items) < 0.42 for t in corpus.TEAMS), teams
+    for word in ("down", "leader", "unhealthy", "restart", "replicat"):
+        levels = {
+            i["severity"]
+            for i in states
+            if word in (i["alert"]["summary"] + " ".join(i["alert"]["words"])).lower()
+        }
+        assert "critical" in levels and levels - {"critical"}, (word, levels)
+    assert {i["alert"]["num"] for i in states if i["alert"]["kind"] == "tech_down" and i["page"]} == {0.0}
+    # Owners follow the default policy's descriptions for technologies it does not name.
+    owner = {k: t.team for k, t in corpus.TECH.items()}
+    assert (owner["etcd"], owner["memcached"], owner["pgbouncer"]) == ("database",) * 3
+    assert (owner["consul"], owner["istio"], owner["coredns"]) == ("network",) * 3
+    assert (owner["zookeeper"], owner["keycloak"], owner["kafka"]) == ("application",) * 3
+
+
+PUBLIC_SET = Path(__file__).resolve().parents[2] / "evals" / "alerts" / "awesome-prometheus-alerts.jsonl"
+
+
+def test_the_catalogue_the_toy_trains_on_shares_no_rule_with_the_eval() -> None:
+    evaluated = [json.loads(line) for line in PUBLIC_SET.read_text(encoding="utf-8").splitlines()]
+    names = {a["labels"]["alertname"].lower() for e in evaluated for a in e["payload"]["alerts"]}
+    texts = {
+        a["annotations"]["description"].split("\n  VALUE")[0]
+        for e in evaluated
+        for a in e["payload"]["alerts"]
+    }
+    train, dev = corpus.catalogue("train"), corpus.catalogue("dev")
+    for row in train + dev:
+        assert row["state"]["alert"].lower() not in names, row["rule"]
+        assert row["state"]["annotations"]["description"].split("\n  VALUE")[0] not in texts, row["rule"]
+    # The dev rules are held out whole (every rendering of a rule is in one split).
+    assert not {r["rule"] for r in train} & {r["rule"] for r in dev}
+    assert len({r["rule"] for r in dev}) >= 40 and {r["severity"] for r in dev} >= {"warning", "critical"}
+
+
+def test_catalogue_states_are_what_the_router_reads_with_and_without_severity() -> None:
+    rows = corpus.catalogue("dev")[:50]
+    for row in rows:
+        raw = {
+            "status": "firing", "labels": row["state"]["labels"], "annotations": {
+                **row["state"]["annotations"], "summary": row["state"]["summary"]},
+            "startsAt": row["state"]["started_at"], "fingerprint": "0",
+        }  # fmt: skip
+        (alert,) = parse_body("alertmanager", json.dumps({"alerts": [raw]}).encode()).alerts
+        assert render(POLICY.request(alert).state) == _text(row["state"])
+        stripped = without_severity(alert)
+        assert "severity" in alert.labels and "severity" not in stripped.labels
+        assert render(POLICY.request(stripped).state) == _text(corpus.unlabelled(row["state"]))
+
+
+def test_catalogue_reads_ask_page_and_severity_with_the_rules_answer() -> None:
+    policy = corpus.policy_questions()
+    reads = list(itertools.islice(corpus.catalogue_stream(0, policy, lambda: 0.0), 400))
+    by_alert = {r["state"]["alert"]: r["severity"] for r in corpus.catalogue("train")}
+    assert {r[-1] for r in reads} == {"catalogue:page", "catalogue:severity"}
+    unlabelled = 0
+    for state, _kind, _instr, options, _desc, right, tag in reads:
+        severity = by_alert[state["alert"]]
+        unlabelled += "severity" not in state.get("labels", {})
+        if tag == "catalogue:page":
+            assert options[right] == ("yes" if severity == "critical" else "no")
+        else:
+            assert options[right] == severity
+    assert 120 < unlabelled < 280  # about half without the label

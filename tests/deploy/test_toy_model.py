@@ -257,7 +257,8 @@ def test_the_toy_routes_a_sample_of_the_public_alert_set(toy: LocalStack, tmp_pa
     sample.write_text("\n".join(lines) + "\n")
     report = _alerts_eval(toy, sample, tmp_path / "eval", "--without-severity")
     assert report["alerts"] == 60 and report["severity_labels_removed"] == 60
-    assert report["team_accuracy"]["value"] >= 0.7, report["team_accuracy"]  # 0.83 measured
+    assert report["team_accuracy"]["value"] >= 0.8, report["team_accuracy"]  # 0.95 measured
+    assert report["page_recall"]["value"] >= 0.45, report["page_recall"]  # 0.59 measured (old toy 0.22)
     assert report["actions"]["drop"] == 0
 
 
@@ -300,6 +301,17 @@ def test_the_readme_examples_route_sensibly(toy: LocalStack) -> None:
     assert httpx.post(f"{toy.alerts_url}/v1/alerts/alertmanager", json=sample, timeout=120).status_code == 200
     db1, db2 = (a for a in parse("alertmanager", sample).alerts)
     records = {r["key"]: r for r in _audit(toy) if r["event"] == "decision"}
-    assert records[db1.key]["team"] == "database" and records[db2.key]["team"] == "database"
+    assert records[db1.key]["team"] == "database"
     assert records[db1.key]["action"] == "page"  # critical at the source: paged
     assert records[db2.key]["action"] in ("page", "ticket")  # a warning: never dropped
+
+
+def test_the_sample_warning_on_a_database_host_goes_to_the_database_team(toy: LocalStack) -> None:
+    """The shipped sample's second alert (DiskFull on db-2, 91 %, a description and a runbook, no
+    summary): a disk on a database host is the database team's (toy 5b81e6e3 said application)."""
+    sample = json.loads((ROOT / "tests/data/alerts/alertmanager_firing.json").read_text())
+    _, db2 = parse("alertmanager", sample).alerts
+    assert httpx.post(f"{toy.alerts_url}/v1/alerts/alertmanager", json=sample, timeout=120).status_code == 200
+    records = {r["key"]: r for r in _audit(toy) if r["event"] == "decision"}
+    print(f"db-2: team {records[db2.key]['team']} ({records[db2.key]['p_team']})")
+    assert records[db2.key]["team"] == "database"

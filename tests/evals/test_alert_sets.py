@@ -9,6 +9,7 @@ the `logo`, `doc_url` and neighbouring rules."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -138,6 +139,27 @@ def test_public_set_is_the_builders_output_on_the_pinned_rules() -> None:
     assert hashlib.sha256(raw).hexdigest() == build_public.SOURCE_SHA256
     built = "".join(line + "\n" for line in build_public.build(yaml.safe_load(raw)))
     assert built == PUBLIC.read_text(encoding="utf-8")
+    # The toy's training alerts (the rules outside the eval), as committed.
+    training = "".join(line + "\n" for line in build_public.training(yaml.safe_load(raw), TRAINING_VARIANTS))
+    assert training == gzip.decompress(TRAINING.read_bytes()).decode("utf-8")
+
+
+TRAINING = (
+    Path(__file__).resolve().parents[2] / "deploy" / "models" / "scripts" / "data" / "catalogue.jsonl.gz"
+)
+TRAINING_VARIANTS = 8  # as built: build_public.py RULES OUT --training 8
+
+
+def test_training_rules_are_the_ones_the_eval_leaves_out() -> None:
+    rules = yaml.safe_load(RULES_SAMPLE)
+    evaluated = {str(s.rule["name"]) for s in build_public.select(rules)}
+    rest = {str(s.rule["name"]) for s in build_public.rest(rules)}
+    walked = {str(r["name"]) for *_, r in build_public.walk(rules)}
+    assert evaluated and rest and not evaluated & rest and evaluated | rest == walked
+    lines = [json.loads(line) for line in build_public.training(rules, 3)]
+    assert len(lines) == 3 * len(build_public.rest(rules))
+    assert len({json.dumps(line["state"]) for line in lines}) == len(lines)  # the variants differ
+    assert {line["state"]["alert"] for line in lines}.isdisjoint(build_public.camel(n) for n in evaluated)
 
 
 RULES_SAMPLE = r"""

@@ -57,13 +57,14 @@ import toy_task
 THOUGHT = "<|channel>thought\n<channel|>"
 CANVAS = 16
 NAME = "dgemma-toy-alerts"
-# A full run's defaults, measured on 2 cores (--threads 2): reads average ~170 tokens (the router's
-# states with the policy's questions ~236, SDK-style ~118, the toy task's ~69; ~4 % padding), ~0.84 s
-# a step of 32 reads, so 1,900 steps train in ~27 min (~1,600 s; the dev scoring adds ~30 s): inside
-# the 30-minute budget, before the --time-limit safety net. Why 32 x 1,900 and not 16 x 3,600 (the
-# same time): the team question was learnt at ~40k reads of batches of 32 and not at ~28k of 16
-# (exploratory runs of this script on a GPU, cut at 290 s: dev team 0.95 against 0.65).
-STEPS = 1900
+# A full run's defaults, measured on 2 cores (--threads 2): reads average ~189 tokens (the router's
+# states with the policy's questions ~261, the catalogue's ~272, SDK-style ~126, the toy task's ~69;
+# ~4 % padding), ~0.95 s a step of 32 reads, so 1,550 steps train in ~25 min (1,479 s; the dev
+# scoring adds ~40 s): inside the 30-minute budget, before the --time-limit safety net. Why 32 x
+# 1,550 and not 16 x 3,100 (the same time): the team question was learnt at ~40k reads of batches of
+# 32 and not at ~28k of 16 (exploratory runs of this script on a GPU, cut at 290 s: dev team 0.95
+# against 0.65; evals/alerts/results/toy-sweep-2026-12-02 for what makes it learnt early).
+STEPS = 1550
 BATCH = 32
 VOCAB = 2048  # reads 12 % shorter than at 1,024; 4,096 would take 5 % more off (logits: one slot)
 TOY_SHARE = 0.25  # reads of the one-line toy task; the rest are the realistic corpus's
@@ -293,7 +294,8 @@ def _score(model, renderer: Renderer, reads: list[tuple], batch: int = 32) -> fl
 def dev_accuracy(model, renderer: Renderer, n: int, policy: dict[str, Any]) -> dict[str, Any]:
     """Accuracy per question on each dev split: the toy task (canonical and reversed options), the
     router's states with the default policy's questions (the policy's order, and reversed: what an
-    adaptive re-read sends), SDK-style states with the README example's questions."""
+    adaptive re-read sends), SDK-style states with the README example's questions, and the public
+    catalogue's dev rules without their severity label."""
     result: dict[str, Any] = {"toy": {}, "policy": {}, "sdk": {}}
     items = toy_task.alerts("dev", n)
     for name in toy_task.INSTRUCTIONS:
@@ -328,6 +330,20 @@ def dev_accuracy(model, renderer: Renderer, n: int, policy: dict[str, Any]) -> d
                     for state, answers in examples
                 ]
                 result[task].setdefault(name, {})[order] = _score(model, renderer, reads)
+    # The catalogue's dev rules (never trained on), without their severity label: the level is
+    # read from the rule's own words, as in the eval's --without-severity run.
+    rows = alert_corpus.catalogue("dev")
+    for name in ("page", "severity"):
+        q = policy[name]
+        order = tuple(range(len(q.options)))
+        reads = [
+            alert_corpus.read_of(
+                alert_corpus.unlabelled(row["state"]), q,
+                alert_corpus.answer_index(q, name, alert_corpus.catalogue_answers(row)), order, "",
+            )[:6]
+            for row in rows
+        ]  # fmt: skip
+        result.setdefault("catalogue", {})[name] = {"unlabelled": _score(model, renderer, reads)}
     return result
 
 
