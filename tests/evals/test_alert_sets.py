@@ -137,10 +137,11 @@ def test_notice_gives_the_cc_by_attribution() -> None:
 def test_public_set_is_the_builders_output_on_the_pinned_rules() -> None:
     raw = Path(os.environ[RULES_ENV]).read_bytes()
     assert hashlib.sha256(raw).hexdigest() == build_public.SOURCE_SHA256
-    built = "".join(line + "\n" for line in build_public.build(yaml.safe_load(raw)))
+    rules = yaml.safe_load(raw)
+    built = "".join(line + "\n" for line in build_public.build(rules))
     assert built == PUBLIC.read_text(encoding="utf-8")
     # The toy's training alerts (the rules outside the eval), as committed.
-    training = "".join(line + "\n" for line in build_public.training(yaml.safe_load(raw), TRAINING_VARIANTS))
+    training = "".join(line + "\n" for line in build_public.training(rules, TRAINING_VARIANTS))
     assert training == gzip.decompress(TRAINING.read_bytes()).decode("utf-8")
 
 
