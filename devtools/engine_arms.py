@@ -24,15 +24,20 @@ short still leaves the arms it did. Compare arms within one run only: hosts diff
 An arm is `NAME[:FIELD=VALUE,...]`, FIELD an `EngineSettings` field (deploy/runtime/settings.py);
 a name given again runs that arm again; `baseline` with no fields is today's settings;
 `engine_gpu=h200` runs that GPU's serving profile (its seqs, batched tokens and graph cap, the
-gateway admitting as many decisions as it has seqs) and holds it to that GPU's memory. After the
-levels, the gateway's share of a decision at 1 client (`loadtest.overhead`). Without
-`--arm`: today's settings against vLLM's own defaults, and today's again (docs/engine-arms-h200/).
+gateway admitting as many decisions as it has seqs) and holds it to that GPU's memory;
+`replicas=N` starts N copies of the kit on the one GPU (each engine given 1/N of the memory share),
+one after the other, and splits each level's clients evenly between their gateways: whether a second
+engine core uses what one leaves idle (one engine core's main thread is the limit,
+docs/throughput-h200). After the levels, the gateway's share of a decision at 1 client
+(`loadtest.overhead`). Without `--arm`: today's settings against vLLM's own defaults, and today's
+again (docs/engine-arms-h200/).
 Needs vLLM's CUDA build (`vllm` on PATH), a GPU, Locust and matplotlib.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import math
@@ -63,6 +68,7 @@ DEFAULT_ARMS = (
     "vllm-defaults:engine_async_scheduling=true,engine_max_cudagraph_capture_size=0",
     "baseline",
 )
+MAX_REPLICAS = 4
 SETTLE_S = 3.0  # the queue's first seconds of a level are the ramp, not the steady state
 
 
@@ -72,6 +78,7 @@ class Arm:
 
     name: str
     settings: dict[str, str] = field(default_factory=dict)
+    replicas: int = 1  # copies of the kit on the one GPU, the load split evenly between them
 
     def env(self) -> dict[str, str]:
         """The settings as the supervisor reads them (DGEMMA_ENGINE_...)."""
@@ -103,11 +110,17 @@ def parse_arms(specs: list[str]) -> list[Arm]:
         if not name or not all(c.isalnum() or c in "-_." for c in name):
             raise ConfigError(f"arm {spec!r}: a name of letters, digits, '-', '_' or '.' comes first")
         settings: dict[str, str] = {}
+        replicas = 1
         for item in filter(None, (part.strip() for part in rest.split(","))):
             key, eq, value = item.partition("=")
             key = key.strip()
             if not eq:
                 raise ConfigError(f"arm {name}: {item!r} is not FIELD=VALUE")
+            if key == "replicas":
+                if not value.strip().isdigit() or not 1 <= int(value) <= MAX_REPLICAS:
+                    raise ConfigError(f"arm {name}: replicas {value.strip()!r}; 1 to {MAX_REPLICAS}")
+                replicas = int(value)
+                continue
             if key not in EngineSettings.model_fields:
                 raise ConfigError(f"arm {name}: {key!r} is not an EngineSettings field")
             if key == "engine_gpu" and value.strip() not in GPUS:
@@ -117,7 +130,7 @@ def parse_arms(specs: list[str]) -> list[Arm]:
             EngineSettings(**settings)  # type: ignore[arg-type]  # strings, read as the env would be
         except ValueError as e:
             raise ConfigError(f"arm {name}: {e}") from e
-        arm = Arm(name, settings)
+        arm = Arm(name, settings, replicas)
         if name in known and (rest and known[name] != arm):
             raise ConfigError(f"arm {name} is given twice with different settings")
         plan.append(known.setdefault(name, arm))
@@ -150,7 +163,9 @@ class ArmRun:
     arm: str
     settings: dict[str, str]
     gpu: str = "l4"  # the serving profile's GPU: its memory is the arm's budget
+    replicas: int = 1
     start: dict[str, Any] = field(default_factory=dict)  # deploy.gpucheck.check.Start, as a dict
+    replica_starts: list[dict[str, Any]] = field(default_factory=list)  # the other replicas' starts
     levels: list[Level] = field(default_factory=list)
     idle_mib: float | None = None
     peak_mib: float | None = None
@@ -244,67 +259,159 @@ def _window(items: list[Any], t0: float, t1: float) -> list[Any]:
     return [x for x in items if t0 <= (x["t"] if isinstance(x, dict) else x.t) < t1]
 
 
+@dataclass
+class _Stack:
+    """One copy of the kit on the GPU: its gateway, its engine, and what is sampled from them."""
+
+    url: str
+    engine_url: str
+    probe: gc.Check
+    proc: Any = None
+    start: gc.Start | None = None
+
+
 def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) -> None:
-    """Start the kit with the arm's settings, load it level by level, stop it; the report is written
-    after each level."""
+    """Start the kit with the arm's settings (`arm.replicas` copies of it, one after the other), load
+    it level by level, stop it; the report is written after each level."""
     from loadtest import overhead as bench
-    from loadtest.gate import GatePhase, GateProfile, run_locust, warm_up
+    from loadtest.gate import GatePhase, GateProfile, finish_locust, start_locust, warm_up
 
     arm_dir = opts.out / f"{run.index:02d}-{arm.name}"
     gpu = run.gpu = arm.gpu(opts.profile_gpu)
-    check_opts = gc.Options(
-        model=opts.model, out=arm_dir, profile_gpu=gpu, cache_dir=opts.cache_dir,
-        startup_timeout_s=opts.startup_timeout_s,
-    )  # fmt: skip
+    engine = arm.engine(gpu)
     arm_dir.mkdir(parents=True, exist_ok=True)
     found = detect_gpu()
     on_larger = bool(found and found[1] > GPUS[gpu] * 1.05)
     key = secrets.token_urlsafe(24)
-    port, engine_port = gc._free_port(), gc._free_port()
-    url, engine_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{engine_port}"
-    env = gc.run_env(check_opts, key, port, engine_port, on_larger) | arm.env()
-    # The gateway admits as many decisions as the engine has seqs, as terraform/main.tf sets it.
-    env["DGEMMA_MAX_CONCURRENT_DECISIONS"] = str(arm.engine(gpu).engine_max_num_seqs)
     headers = {"Authorization": f"Bearer {key}"}
-    probe = gc.Check(host=report.host, profile=gpu, gate_profile="l4")
     baseline_mib = gc.gpu_used_mib()
-    proc, start = gc.start(probe, check_opts, "cold" if cold else "warm", env)
-    run.start = asdict(start)
-    run.idle_mib = start.idle_mib
+    stacks: list[_Stack] = []
     profile = GateProfile.load("l4")
     try:
-        warm_up(url, headers, 300)
+        for i in range(arm.replicas):
+            check_opts = gc.Options(
+                model=opts.model, out=arm_dir if arm.replicas == 1 else arm_dir / f"replica-{i + 1}",
+                profile_gpu=gpu, cache_dir=opts.cache_dir, startup_timeout_s=opts.startup_timeout_s,
+            )  # fmt: skip
+            check_opts.out.mkdir(parents=True, exist_ok=True)
+            port, engine_port = gc._free_port(), gc._free_port()
+            stack = _Stack(
+                f"http://127.0.0.1:{port}", f"http://127.0.0.1:{engine_port}",
+                gc.Check(host=report.host, profile=gpu, gate_profile="l4"),
+            )  # fmt: skip
+            env = gc.run_env(check_opts, key, port, engine_port, on_larger) | arm.env()
+            # The gateway admits as many decisions as the engine has seqs, as terraform/main.tf sets it.
+            env["DGEMMA_MAX_CONCURRENT_DECISIONS"] = str(engine.engine_max_num_seqs)
+            if arm.replicas > 1 and not on_larger:
+                # Each engine gets its share of the GPU (one held to a smaller GPU's memory fits as it is).
+                util = env_names(EngineSettings)["engine_gpu_memory_utilization"][0]
+                env[util] = f"{engine.engine_gpu_memory_utilization / arm.replicas:.4f}"
+            stacks.append(stack)
+            cache = "cold" if cold and not i else "warm"
+            stack.proc, stack.start = gc.start(stack.probe, check_opts, cache, env)
+        first = stacks[0]
+        assert first.start is not None
+        run.start = asdict(first.start)
+        run.replica_starts = [asdict(st.start) for st in stacks[1:] if st.start is not None]
+        run.idle_mib = sum(st.start.idle_mib or 0.0 for st in stacks if st.start is not None)
+        for st in stacks:
+            warm_up(st.url, headers, 300)
         levels = [("latency", 1, opts.latency_seconds)] + [
             ("throughput", n, opts.seconds) for n in opts.clients
         ]
         t0 = time.monotonic()
-        with gc.sampling(probe, engine_url, t0):
+        with contextlib.ExitStack() as sampling:
+            for st in stacks:
+                sampling.enter_context(gc.sampling(st.probe, st.engine_url, t0))
             for kind, clients, seconds in levels:
-                level = Level(clients, kind, seconds)
-                before = _counters(engine_url)
+                # The load split evenly between the copies; a level of fewer clients loads the first ones.
+                loaded = stacks[: min(clients, len(stacks))]
+                shares = [clients // len(loaded) + (j < clients % len(loaded)) for j in range(len(loaded))]
+                before = [_counters(st.engine_url) for st in loaded]
                 begun = time.monotonic() - t0
-                phase = GatePhase(kind, clients, seconds)
-                run_locust(url, phase, profile, (arm_dir / f"c{clients}").resolve(), headers)
+                phases, procs = [], []
+                for j, (st, users) in enumerate(zip(loaded, shares, strict=True)):
+                    phase = GatePhase(kind, users, seconds)
+                    out = (
+                        arm_dir / f"c{clients}" / (f"replica-{j + 1}" if j or len(stacks) > 1 else "")
+                    ).resolve()
+                    out.mkdir(parents=True, exist_ok=True)
+                    phases.append((phase, out))
+                    procs.append(start_locust(st.url, phase, profile, out, headers))
+                for proc, (phase, out) in zip(procs, phases, strict=True):
+                    finish_locust(proc, phase, out)
                 ended = time.monotonic() - t0
-                after = _counters(engine_url)
-                summarize_level(
-                    level, phase.stats, before, after,
-                    _window(probe.queue, begun + SETTLE_S, ended),
-                    _window(probe.samples, begun + SETTLE_S, ended),
-                    arm.capture_size(gpu),
-                )  # fmt: skip
+                parts = []
+                for st, b, (phase, _) in zip(loaded, before, phases, strict=True):
+                    part = Level(clients, kind, seconds)
+                    summarize_level(
+                        part, phase.stats, b, _counters(st.engine_url),
+                        _window(st.probe.queue, begun + SETTLE_S, ended),
+                        _window(st.probe.samples, begun + SETTLE_S, ended),
+                        arm.capture_size(gpu),
+                    )  # fmt: skip
+                    parts.append(part)
+                level = combine_levels(parts)
                 run.levels.append(level)
-                run.peak_mib = max((s.used_mib for s in probe.samples), default=baseline_mib) - baseline_mib
+                run.peak_mib = (
+                    max((s.used_mib for s in first.probe.samples), default=baseline_mib) - baseline_mib
+                )
                 _say(f"  {arm.name} @{clients}: {_level_line(level)}")
                 write(report, opts.out)
         if opts.overhead_rounds:
-            o = bench.ratios(bench.run(url, engine_url, opts.overhead_rounds, headers))
+            o = bench.ratios(bench.run(first.url, first.engine_url, opts.overhead_rounds, headers))
             run.overhead = asdict(o) | {"gateway_share": o.gateway_share}
             _say(f"  {arm.name} gateway against the raw engine: {o}")
             write(report, opts.out)
     finally:
-        gc.stop(proc, start)
-        run.start = asdict(start)
+        for st in reversed(stacks[1:]):  # the last one's stop waits for an empty GPU
+            if st.proc is not None and st.start is not None:
+                st.start.stop_s, st.start.exit_code = st.proc.stop()
+        if stacks and stacks[0].proc is not None and stacks[0].start is not None:
+            gc.stop(stacks[0].proc, stacks[0].start)
+            run.start = asdict(stacks[0].start)
+            run.replica_starts = [asdict(st.start) for st in stacks[1:] if st.start is not None]
+
+
+def combine_levels(parts: list[Level]) -> Level:
+    """One level from the same level on each copy of the kit: rates and queues add up, a step's
+    shape and the percentiles are the copies' mean, the GPU is the one they share."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    level = Level(first.clients, first.kind, first.seconds)  # each part's clients: the level's
+    level.requests = sum(p.requests for p in parts)
+    level.failures = sum(p.failures for p in parts)
+    level.rps = sum(p.rps for p in parts)
+    level.decisions_per_s = sum(p.decisions_per_s for p in parts)
+    level.p50_ms = statistics.fmean(p.p50_ms for p in parts)
+    level.p95_ms = statistics.fmean(p.p95_ms for p in parts)
+
+    def values(key: str) -> list[float]:
+        return [v for p in parts if (v := p.engine.get(key)) is not None]
+
+    def total(key: str) -> float | None:
+        return sum(values(key)) if values(key) else None
+
+    def mean(key: str) -> float | None:
+        return statistics.fmean(values(key)) if values(key) else None
+
+    level.engine = {
+        "steps": total("steps"),
+        "steps_per_s": total("steps_per_s"),
+        "tokens_per_step": mean("tokens_per_step"),
+        "requests_per_step": mean("requests_per_step"),
+        "over_cap_share": mean("over_cap_share"),
+        "prefix_hit_rate": mean("prefix_hit_rate"),
+        "running_median": total("running_median"),
+        "running_max": total("running_max"),
+        "waiting_median": total("waiting_median"),
+        "waiting_max": total("waiting_max"),
+        "kv_usage_max": max(values("kv_usage_max"), default=None),
+        "gpu_busy_pct": first.engine.get("gpu_busy_pct"),
+        "replicas": len(parts),
+    }
+    return level
 
 
 def _counters(engine_url: str) -> dict[str, float]:
@@ -347,7 +454,7 @@ def run(opts: Options, command: str) -> Report:
     write(report, opts.out)
     try:
         for i, arm in enumerate(opts.arms, start=1):
-            r = ArmRun(index=i, arm=arm.name, settings=arm.settings)
+            r = ArmRun(index=i, arm=arm.name, settings=arm.settings, replicas=arm.replicas)
             report.runs.append(r)
             elapsed = time.monotonic() - began
             if opts.start_by_s is not None and elapsed > opts.start_by_s:
@@ -505,7 +612,8 @@ def markdown(report: Report) -> str:
         + " ---: | ---: |",
     ]
     for r in report.runs:
-        settings = ", ".join(f"`{k}={v}`" for k, v in r.settings.items()) or "(today's)"
+        words = [f"`{k}={v}`" for k, v in r.settings.items()]
+        settings = ", ".join(words + ([f"`replicas={r.replicas}`"] if r.replicas > 1 else [])) or "(today's)"
         if r.skipped or (r.error and not r.levels):
             lines.append(
                 f"| {r.index} | {r.arm} | {settings} | {r.skipped or 'failed: ' + (r.error or '')[:160]} |"

@@ -145,6 +145,15 @@ def run_locust(
     host: str, phase: GatePhase, profile: GateProfile, out: Path, headers: Mapping[str, str]
 ) -> None:
     """One Locust run, headless; its CSVs and HTML land in `out` (an absolute path)."""
+    with console.status(f"{phase.name}: {phase.users} user(s) for {phase.seconds} s"):
+        finish_locust(start_locust(host, phase, profile, out, headers), phase, out)
+
+
+def start_locust(
+    host: str, phase: GatePhase, profile: GateProfile, out: Path, headers: Mapping[str, str]
+) -> subprocess.Popen[str]:
+    """Start one headless Locust run (several may load several hosts at once); `finish_locust`
+    reads its results once it has ended."""
     # The users read the headers from their settings section; an env var, not a flag, so that a
     # token in them does not show in `ps`.
     env = {**os.environ, HEADERS_ENV: json.dumps(dict(headers))}
@@ -155,10 +164,14 @@ def run_locust(
         "--csv", str(out / phase.name), "--csv-full-history", "--html", str(out / f"{phase.name}.html"),
         "--only-summary", "--stop-timeout", "10", "--exit-code-on-error", "0", "--loglevel", "WARNING",
     ]  # fmt: skip
-    with console.status(f"{phase.name}: {phase.users} user(s) for {phase.seconds} s"):
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise GateError(f"locust failed in the {phase.name} phase:\n{done.stderr[-3000:]}")
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_locust(proc: subprocess.Popen[str], phase: GatePhase, out: Path) -> None:
+    """Wait for a Locust run and put its figures on `phase`; a failed run is a GateError."""
+    _, stderr = proc.communicate()
+    if proc.returncode != 0:
+        raise GateError(f"locust failed in the {phase.name} phase:\n{stderr[-3000:]}")
     phase.stats = _aggregated(out / f"{phase.name}_stats.csv")
     with (out / f"{phase.name}_stats_history.csv").open() as f:
         phase.history = [

@@ -14,7 +14,7 @@ step=${1:?step}
 w=${HOST_DIR:?HOST_DIR: the host work directory}
 deadline=$((SECONDS + ${POLL_S:-540}))
 export PATH=$w/gpu/bin:$w/gpu/kit/bin:$PATH
-running() { pgrep -f "[d]evtools.engine_arms $w/ckpt" > /dev/null; }
+running() { pgrep -f "[d]evtools.engine_arms" > /dev/null; }  # also its wait for the GPU
 collect() {
   [ -n "${OUT:-}" ] || return 0
   for f in arms.md arms.json arms.png; do [ -f "$w/arms/$f" ] && cp "$w/arms/$f" "$OUT/"; done
@@ -53,10 +53,14 @@ setup)
   dgemma model random "$w/ckpt" > "$w/model.log" 2>&1 || { tail -n 30 "$w/model.log"; exit 1; }
   tail -n 3 "$w/model.log"
   echo "setup and checkpoint: $((SECONDS - t)) s"
-  # As `dgemma` runs (devtools/gpu_host/setup.sh): the kit and its wheels on the path, the engine's python.
+  # As `dgemma` runs (devtools/gpu_host/setup.sh): the kit and its wheels on the path, the engine's
+  # python. The arms start once no other process computes on the GPU (a shared GPU made a cold start
+  # and its memory figures meaningless once, docs/engine-sizing-h200 run 2); arms.log says so.
   # shellcheck disable=SC2086
   setsid nohup env PYTHONPATH="$w/kit:$w/gpu/kit" DGEMMA_ENGINE_PYTHON="$w/gpu/bin/engine-python" \
-    PYTHONUNBUFFERED=1 python3 -m devtools.engine_arms "$w/ckpt" --out "$w/arms" --cache-dir "$w/cc" \
+    PYTHONUNBUFFERED=1 bash -c 'while n=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c .) \
+      && [ "$n" -gt 0 ]; do echo "$(date -u +%T) waiting: $n other process(es) on the GPU"; sleep 10; done
+      exec python3 -m devtools.engine_arms "$@"' arms "$w/ckpt" --out "$w/arms" --cache-dir "$w/cc" \
     ${ARMS_ARGS:-} > "$w/arms.log" 2>&1 < /dev/null &
   sleep 5
   poll ;;

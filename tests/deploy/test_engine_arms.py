@@ -240,3 +240,10 @@ def test_a_run_cut_short_still_reports_and_nan_is_null(tmp_path: Path) -> None:
 def test_an_arm_is_a_frozen_value() -> None:
     arm = Arm("a", {"engine_max_num_seqs": "64"})
     assert arm == Arm("a", {"engine_max_num_seqs": "64"}) and arm != Arm("a")
+
+
+def test_replicas_must_be_a_small_count() -> None:
+    assert parse_arms(["two:replicas=2"])[0].replicas == 2
+    for bad in ("x:replicas=0", "x:replicas=9", "x:replicas=two"):
+        with pytest.raises(ConfigError, match="replicas"):
+            parse_arms([bad])

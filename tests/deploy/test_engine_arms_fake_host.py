@@ -4,6 +4,7 @@ stopped, and the report written. The plumbing only: every GPU figure here is the
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -74,3 +75,38 @@ def test_arms_past_the_deadline_are_skipped_and_reported(
     report = json.loads((out / "arms.json").read_text())
     assert report["runs"][0]["skipped"].startswith("not started")
     assert "not started" in (out / "arms.md").read_text()
+
+
+def test_an_arm_of_two_copies_of_the_kit_on_one_gpu(
+    gpu_host: dict[str, str],  # noqa: F811
+    checkpoint: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "arms"
+    done = _arms(
+        gpu_host, checkpoint, out, "--clients", "4", "--seconds", "5", "--latency-seconds", "5",
+        "--overhead-rounds", "0", "--arm", "two:engine_gpu=h200,replicas=2",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run,) = json.loads((out / "arms.json").read_text())["runs"]
+    assert run["replicas"] == 2 and len(run["replica_starts"]) == 1
+    starts = [run["start"], *run["replica_starts"]]
+    assert [s["cache"] for s in starts] == ["cold", "warm"] and all(s["exit_code"] == 0 for s in starts)
+    # Each engine its half of the share one engine of the profile gets, on its own port.
+    assert [_flag(s["engine_argv"], "--gpu-memory-utilization") for s in starts] == ["0.46", "0.46"]
+    assert len({_flag(s["engine_argv"], "--port") for s in starts}) == 2
+    latency, throughput = run["levels"]
+    arm_dir = out / "01-two"
+    # The latency phase's one client loads the first copy only; 4 clients are 2 on each.
+    assert (arm_dir / "c1" / "replica-1" / "latency_stats.csv").exists()
+    assert not (arm_dir / "c1" / "replica-2").exists()
+    rates = []
+    for replica in ("replica-1", "replica-2"):
+        with (arm_dir / "c4" / replica / "throughput_stats.csv").open() as f:
+            row = next(r for r in csv.DictReader(f) if r["Name"] == "Aggregated")
+        rates.append(float(row["Requests/s"]))
+    assert all(rate > 0 for rate in rates)
+    assert throughput["rps"] == pytest.approx(sum(rates), rel=1e-6)  # no failures: the rates add up
+    assert throughput["engine"]["replicas"] == 2 and "replicas" not in latency["engine"]
+    assert "`replicas=2`" in (out / "arms.md").read_text()
+

@@ -275,20 +275,44 @@ def batches(stream: Iterator[Read], renderer: Renderer, size: int, pool: int, se
         yield from cut
 
 
-def _score(model, renderer: Renderer, reads: list[tuple], batch: int = 32) -> float:
-    """Accuracy of (state, kind, instructions, options, descriptions, right index) reads."""
+def _probs(model, renderer: Renderer, reads: list[tuple], batch: int = 32) -> list[list[float]]:
+    """Each read's probabilities over its options, in the reads' order (state, kind, instructions,
+    options, descriptions, ...)."""
     import torch
 
-    rendered = [(renderer.read(*r[:5]), r[5]) for r in reads]
-    rendered.sort(key=lambda item: len(item[0][0]))  # similar lengths share a batch
-    right = 0
-    for start in range(0, len(rendered), batch):
+    rendered = sorted(enumerate(renderer.read(*r[:5]) for r in reads), key=lambda item: len(item[1][0]))
+    out: list[list[float]] = [[] for _ in reads]
+    for start in range(0, len(rendered), batch):  # similar lengths share a batch
         chunk = rendered[start : start + batch]
         with torch.no_grad():
-            logits = read_logits(model, [r[0][0] for r in chunk], [r[0][1] for r in chunk])
-        for ((_p, _c, labels), answer), logit in zip(chunk, logits, strict=True):
-            right += int(int(logit[labels].argmax()) == answer)
+            logits = read_logits(model, [r[1][0] for r in chunk], [r[1][1] for r in chunk])
+        for (i, (_p, _c, labels)), logit in zip(chunk, logits, strict=True):
+            out[i] = torch.softmax(logit[labels], -1).tolist()
+    return out
+
+
+def _accuracy(probs: list[list[float]], reads: list[tuple]) -> float:
+    right = sum(int(max(range(len(p)), key=p.__getitem__) == r[5]) for p, r in zip(probs, reads, strict=True))
     return round(right / len(reads), 4)
+
+
+def _score(model, renderer: Renderer, reads: list[tuple], batch: int = 32) -> float:
+    """Accuracy of (state, kind, instructions, options, descriptions, right index) reads."""
+    return _accuracy(_probs(model, renderer, reads, batch), reads)
+
+
+def page_ranking(p_page: list[float], pages: list[bool], threshold: float = 0.4) -> dict[str, float]:
+    """How well p(page) ranks the alerts that should page: AUC (the chance that a page outranks a
+    non-page), and recall and false pages at `threshold` (the default policy pages from its uncertain
+    band's floor, 0.4)."""
+    pos = [p for p, page in zip(p_page, pages, strict=True) if page]
+    neg = [p for p, page in zip(p_page, pages, strict=True) if not page]
+    wins = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
+    return {
+        "auc": round(wins / (len(pos) * len(neg)), 4) if pos and neg else float("nan"),
+        "recall": round(sum(p >= threshold for p in pos) / len(pos), 4) if pos else float("nan"),
+        "false_pages": round(sum(p >= threshold for p in neg) / len(neg), 4) if neg else float("nan"),
+    }
 
 
 def dev_accuracy(model, renderer: Renderer, n: int, policy: dict[str, Any]) -> dict[str, Any]:
@@ -343,7 +367,12 @@ def dev_accuracy(model, renderer: Renderer, n: int, policy: dict[str, Any]) -> d
             )[:6]
             for row in rows
         ]  # fmt: skip
-        result.setdefault("catalogue", {})[name] = {"unlabelled": _score(model, renderer, reads)}
+        probs = _probs(model, renderer, reads)
+        result.setdefault("catalogue", {})[name] = {"unlabelled": _accuracy(probs, reads)}
+        if name == "page":  # the eval's --without-severity figures: recall, and at what noise
+            yes = alert_corpus.answer_index(q, "page", {"page": True})
+            pages = [alert_corpus.needs_page(row["severity"]) for row in rows]
+            result["catalogue"]["page"]["ranking"] = page_ranking([p[yes] for p in probs], pages)
     return result
 
 

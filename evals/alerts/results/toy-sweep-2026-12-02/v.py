@@ -1,7 +1,8 @@
 """GPU exploration only: train_toy.py on CUDA with alert_corpus constants from the environment
 (run from a copy of the checkout's root, as go.sh does).
-V_CAT (catalogue share), V_HOST (host kinds' weight multiplier, 1 = as on the branch), V_TEAM
-(team question weight; page and severity share the rest equally)."""
+V_CAT (catalogue share), V_UNL (share of the catalogue's reads without the severity label), V_HOST
+(host kinds' weight multiplier, 1 = as on the branch), V_TEAM (team question weight; page and
+severity share the rest equally)."""
 
 import os
 import runpy
@@ -15,6 +16,8 @@ import alert_corpus as ac
 
 if "V_CAT" in os.environ:
     ac.CATALOGUE_SHARE = float(os.environ["V_CAT"])
+if "V_UNL" in os.environ:
+    ac.CATALOGUE_UNLABELLED = float(os.environ["V_UNL"])
 if "V_HOST" in os.environ:
     m = float(os.environ["V_HOST"])
     ac.KINDS = [k._replace(weight=k.weight * (m if k.key in ac.HOST_WEIGHTS else 1.0)) for k in ac.KINDS]
@@ -22,7 +25,7 @@ if "V_HOST" in os.environ:
 if "V_TEAM" in os.environ:
     t = float(os.environ["V_TEAM"])
     ac.QUESTION_WEIGHTS = {"page": (1 - t) / 2, "team": t, "severity": (1 - t) / 2}
-print("variant:", ac.CATALOGUE_SHARE, ac.QUESTION_WEIGHTS, sum(ac.WEIGHTS), flush=True)
+print("variant:", ac.CATALOGUE_SHARE, ac.CATALOGUE_UNLABELLED, ac.QUESTION_WEIGHTS, sum(ac.WEIGHTS), flush=True)
 _save = st.save_file
 st.save_file = lambda tensors, *a, **k: _save({n: t.cpu() for n, t in tensors.items()}, *a, **k)
 if not os.environ.get("V_CPU"):
