@@ -109,4 +109,3 @@ def test_an_arm_of_two_copies_of_the_kit_on_one_gpu(
     assert throughput["rps"] == pytest.approx(sum(rates), rel=1e-6)  # no failures: the rates add up
     assert throughput["engine"]["replicas"] == 2 and "replicas" not in latency["engine"]
     assert "`replicas=2`" in (out / "arms.md").read_text()
-
