@@ -88,7 +88,7 @@ class Arm:
     def engine(self, gpu: str) -> EngineSettings:
         """The settings the supervisor resolves for this arm (`gpu`: the run's profile, unless the
         arm names its own `engine_gpu`)."""
-        return EngineSettings(**{"engine_gpu": gpu, **self.settings})  # type: ignore[arg-type]
+        return EngineSettings(**{"engine_mode": "gpu", "engine_gpu": gpu, **self.settings})  # type: ignore[arg-type]
 
     def gpu(self, default: str) -> str:
         """The GPU whose serving profile this arm runs (and whose memory it is held to)."""
@@ -127,7 +127,7 @@ def parse_arms(specs: list[str]) -> list[Arm]:
                 raise ConfigError(f"arm {name}: engine_gpu {value.strip()!r}; known: {', '.join(GPUS)}")
             settings[key] = value.strip()
         try:
-            EngineSettings(**settings)  # type: ignore[arg-type]  # strings, read as the env would be
+            EngineSettings(**{"engine_mode": "gpu", **settings})  # type: ignore[arg-type]  # strings, as the env
         except ValueError as e:
             raise ConfigError(f"arm {name}: {e}") from e
         arm = Arm(name, settings, replicas)
@@ -264,10 +264,35 @@ class _Stack:
     """One copy of the kit on the GPU: its gateway, its engine, and what is sampled from them."""
 
     url: str
-    engine_url: str
-    probe: gc.Check
+    engine_urls: list[str]  # its engines (several with `engine_replicas`)
+    probes: list[gc.Check]  # one per engine: its queue (and the GPU's samples)
     proc: Any = None
     start: gc.Start | None = None
+
+    @property
+    def probe(self) -> gc.Check:
+        return self.probes[0]
+
+    def counters(self) -> dict[str, float]:
+        """vLLM's counters, summed over the stack's engines."""
+        total: dict[str, float] = {}
+        for url in self.engine_urls:
+            for k, v in _counters(url).items():
+                total[k] = total.get(k, 0.0) + v
+        return total
+
+    def queue(self, t0: float, t1: float) -> list[dict[str, float]]:
+        """The engines' queue in a window, summed per second (one engine: as sampled)."""
+        if len(self.probes) == 1:
+            return _window(self.probe.queue, t0, t1)
+        seconds: dict[int, dict[str, float]] = {}
+        for p in self.probes:
+            for q in _window(p.queue, t0, t1):
+                row = seconds.setdefault(int(q["t"]), {"t": float(int(q["t"]))})
+                for k in ("running", "waiting"):
+                    row[k] = row.get(k, 0.0) + q.get(k, 0.0)
+                row["kv_usage"] = max(row.get("kv_usage", 0.0), q.get("kv_usage", 0.0))
+        return [seconds[t] for t in sorted(seconds)]
 
 
 def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) -> None:
@@ -295,13 +320,14 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
             )  # fmt: skip
             check_opts.out.mkdir(parents=True, exist_ok=True)
             port, engine_port = gc._free_port(), gc._free_port()
+            engines = range(engine.engine_replicas)  # the supervisor's, on engine_port + k
             stack = _Stack(
-                f"http://127.0.0.1:{port}", f"http://127.0.0.1:{engine_port}",
-                gc.Check(host=report.host, profile=gpu, gate_profile="l4"),
+                f"http://127.0.0.1:{port}", [f"http://127.0.0.1:{engine_port + k}" for k in engines],
+                [gc.Check(host=report.host, profile=gpu, gate_profile="l4") for _ in engines],
             )  # fmt: skip
             env = gc.run_env(check_opts, key, port, engine_port, on_larger) | arm.env()
-            # The gateway admits as many decisions as the engine has seqs, as terraform/main.tf sets it.
-            env["DGEMMA_MAX_CONCURRENT_DECISIONS"] = str(engine.engine_max_num_seqs)
+            # The gateway admits as many decisions as its engines have seqs, as terraform/main.tf sets it.
+            env["DGEMMA_MAX_CONCURRENT_DECISIONS"] = str(engine.engine_max_num_seqs * engine.engine_replicas)
             if arm.replicas > 1 and not on_larger:
                 # Each engine gets its share of the GPU (one held to a smaller GPU's memory fits as it is).
                 util = env_names(EngineSettings)["engine_gpu_memory_utilization"][0]
@@ -322,12 +348,13 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
         t0 = time.monotonic()
         with contextlib.ExitStack() as sampling:
             for st in stacks:
-                sampling.enter_context(gc.sampling(st.probe, st.engine_url, t0))
+                for probe, engine_url in zip(st.probes, st.engine_urls, strict=True):
+                    sampling.enter_context(gc.sampling(probe, engine_url, t0))
             for kind, clients, seconds in levels:
                 # The load split evenly between the copies; a level of fewer clients loads the first ones.
                 loaded = stacks[: min(clients, len(stacks))]
                 shares = [clients // len(loaded) + (j < clients % len(loaded)) for j in range(len(loaded))]
-                before = [_counters(st.engine_url) for st in loaded]
+                before = [st.counters() for st in loaded]
                 begun = time.monotonic() - t0
                 phases, procs = [], []
                 for j, (st, users) in enumerate(zip(loaded, shares, strict=True)):
@@ -345,8 +372,8 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
                 for st, b, (phase, _) in zip(loaded, before, phases, strict=True):
                     part = Level(clients, kind, seconds)
                     summarize_level(
-                        part, phase.stats, b, _counters(st.engine_url),
-                        _window(st.probe.queue, begun + SETTLE_S, ended),
+                        part, phase.stats, b, st.counters(),
+                        st.queue(begun + SETTLE_S, ended),
                         _window(st.probe.samples, begun + SETTLE_S, ended),
                         arm.capture_size(gpu),
                     )  # fmt: skip
@@ -359,7 +386,7 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
                 _say(f"  {arm.name} @{clients}: {_level_line(level)}")
                 write(report, opts.out)
         if opts.overhead_rounds:
-            o = bench.ratios(bench.run(first.url, first.engine_url, opts.overhead_rounds, headers))
+            o = bench.ratios(bench.run(first.url, first.engine_urls[0], opts.overhead_rounds, headers))
             run.overhead = asdict(o) | {"gateway_share": o.gateway_share}
             _say(f"  {arm.name} gateway against the raw engine: {o}")
             write(report, opts.out)

@@ -40,7 +40,9 @@ class GatewaySettings(KitSettings, ReadPolicy):
     port: int = Field(8080, validation_alias=AliasChoices("PORT", "DGEMMA_PORT"), ge=1, le=65535)
     """Gateway port. Cloud Run's `PORT` wins over `DGEMMA_PORT`."""
     engine_url: str = "http://127.0.0.1:8100"
-    """Base URL of the vLLM server the gateway reads through."""
+    """Base URL of the vLLM server the gateway reads through; several, comma-separated, for several
+    engines on one GPU (`DGEMMA_ENGINE_REPLICAS`: the supervisor sets this): each call goes to the
+    one with the fewest calls in flight."""
     engine_timeout_s: float = Field(120.0, gt=0)
     """How long one engine call may take before the decision fails with 503. On the CPU stack a
     200-question decision takes about a minute (measured); an L4 should be far faster (projection)."""

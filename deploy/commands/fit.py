@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--canvas", type=int)
     parser.add_argument("--prompt-tokens", type=int)
     parser.add_argument("--gpu-memory-utilization", type=float)
+    parser.add_argument("--replicas", type=int, help="engines sharing the GPU (DGEMMA_ENGINE_REPLICAS)")
     parser.add_argument(
         "--weights-mode",
         choices=[*WEIGHTS_MODES, "all"],
@@ -58,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
         engine_max_num_seqs=args.max_num_seqs,
         engine_max_num_batched_tokens=args.max_num_batched_tokens,
         engine_gpu_memory_utilization=args.gpu_memory_utilization,
+        engine_replicas=args.replicas,
+        engine_mode="gpu",  # the fit sizes the GPU engine, whatever the local stack runs
     )
     b = fit(
         settings,
@@ -80,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     name = (args.checkpoint or BIG_CONFIG).name
     console = Console()
     title = f"{name} on {b.profile.gpu} (computed, not measured on the GPU)"
+    if b.profile.replicas > 1:
+        title += f": each of {b.profile.replicas} engines, {b.engine_utilization} of the GPU"
     console.print(table(title, b.rows, b.total_gib, f"available: {b.available_gib:.2f} GiB"))
     refusals = []
     try:

@@ -199,6 +199,7 @@ class ServingProfile:
     gpu_memory_utilization: float = 0.92
     scheme: Scheme = "w4a16"
     group_size: int = 64
+    replicas: int = 1  # engines sharing the GPU: each is this profile, in 1/replicas of the share
 
     @property
     def max_model_len(self) -> int:
@@ -224,7 +225,13 @@ class Budget(Rows):
 
     @property
     def available_gib(self) -> float:
-        return GPUS[self.profile.gpu] * self.profile.gpu_memory_utilization
+        """One engine's memory: its share of the GPU's."""
+        return GPUS[self.profile.gpu] * self.engine_utilization
+
+    @property
+    def engine_utilization(self) -> float:
+        """The share of the GPU's memory one engine may use."""
+        return round(self.profile.gpu_memory_utilization / self.profile.replicas, 4)
 
     @property
     def kv_cache_gib(self) -> float:
@@ -327,11 +334,16 @@ def check_gpu(profile: ServingProfile, found: tuple[str, float] | None, *, on_la
 def check_fits(b: Budget) -> None:
     if b.total_gib > b.available_gib:
         biggest = sorted(b.rows, key=lambda r: -r[1])[:3]
+        shared = (
+            f" to each of {b.profile.replicas} engines (engine_replicas)" if b.profile.replicas > 1 else ""
+        )
         raise FitError(
-            f"needs {b.total_gib:.1f} GiB but {b.profile.gpu} gives {b.available_gib:.1f} GiB at "
+            f"needs {b.total_gib:.1f} GiB but {b.profile.gpu} gives {b.available_gib:.1f} GiB{shared} at "
             f"gpu_memory_utilization {b.profile.gpu_memory_utilization}; largest: "
             + ", ".join(f"{item} {gib:.1f} GiB" for item, gib, _ in biggest)
-            + ". Lower max_num_seqs, canvas or prompt tokens, or use a larger GPU."
+            + ". Lower max_num_seqs, canvas or prompt tokens"
+            + (", or engine_replicas" if b.profile.replicas > 1 else "")
+            + ", or use a larger GPU."
         )
 
 
@@ -340,7 +352,7 @@ def vllm_flags(b: Budget, host_gpu_gib: float | None = None) -> list[str]:
     `host_gpu_gib`: the memory of a larger GPU that serves this profile; vLLM's utilization is
     scaled so that what it asks for is this budget's GPU's share, not the larger one's."""
     p = b.profile
-    utilization = p.gpu_memory_utilization
+    utilization = b.engine_utilization
     if host_gpu_gib is not None and host_gpu_gib > GPUS[p.gpu]:
         utilization = round(b.available_gib / host_gpu_gib, 4)
     return [
@@ -395,6 +407,7 @@ def profile_for(settings: EngineSettings, config: dict[str, Any]) -> ServingProf
         gpu_memory_utilization=settings.engine_gpu_memory_utilization,
         scheme=scheme,
         group_size=group_size,
+        replicas=settings.engine_replicas,
     )
 
 

@@ -184,9 +184,12 @@ def relay_output(proc: subprocess.Popen[bytes], logger: logging.Logger, recent: 
             logger.error("%s", line)
 
 
-def engine_command(gateway: GatewaySettings, engine: EngineSettings) -> tuple[list[str], dict[str, str]]:
-    """The engine's argv and extra environment for the configured mode; refuses FlashInfer and,
-    on the GPU, a profile that cannot fit (FitError)."""
+def engine_command(
+    gateway: GatewaySettings, engine: EngineSettings, replica: int = 0
+) -> tuple[list[str], dict[str, str]]:
+    """The engine's argv and extra environment for the configured mode (`replica`: which of the
+    `engine_replicas` engines, on `engine_port` + replica); refuses FlashInfer and, on the GPU, a
+    profile that cannot fit (FitError)."""
     if "FLASHINFER" in os.environ.get("VLLM_ATTENTION_BACKEND", "").upper():
         raise ConfigError(FLASHINFER_REFUSAL)
     if os.environ.get(FLASHINFER_SAMPLER_ENV, "0") != "0":
@@ -199,7 +202,7 @@ def engine_command(gateway: GatewaySettings, engine: EngineSettings) -> tuple[li
     common = [
         "--served-model-name", *gateway.model_names,
         "--host", "127.0.0.1",
-        "--port", str(engine.engine_port),
+        "--port", str(engine.engine_port + replica),
         "--logprobs-mode", "raw_logprobs",
         # Text only: the local tiny model has no vision tower, and vLLM 0.32's decisions take no images.
         "--language-model-only",
@@ -296,22 +299,32 @@ class Supervisor:
         file (dev) instead of JSON lines on stderr. `router`: also run the alert router, asking this
         gateway (dev)."""
         self.settings = settings
-        # The gateway reads through the engine this supervisor starts.
-        self.gateway_settings = gateway.model_copy(
-            update={"engine_url": f"http://127.0.0.1:{settings.engine_port}"}
-        )
-        argv, engine_env = engine_command(gateway, settings)
+        # The gateway reads through the engines this supervisor starts, spreading calls between them.
+        self.engine_ports = [settings.engine_port + i for i in range(settings.engine_replicas)]
+        update: dict[str, object] = {
+            "engine_url": ",".join(f"http://127.0.0.1:{port}" for port in self.engine_ports)
+        }
+        if settings.engine_replicas > 1 and "max_concurrent_decisions" not in gateway.model_fields_set:
+            # Unset, the gateway admits one engine's batch: with several, it admits all of theirs.
+            update["max_concurrent_decisions"] = settings.engine_max_num_seqs * settings.engine_replicas
+        self.gateway_settings = gateway.model_copy(update=update)
         # The GPU engine's compile caches, restored before it starts (the CPU one compiles nothing).
         gpu = settings.engine_mode == "gpu"
         self.compile_cache_url = settings.resolved_compile_cache_url if gpu else None
-        if self.compile_cache_url:
-            engine_env |= compile_cache.cache_env(settings.compile_cache_dir)
         self.weights = (
             Child("weights", weights_command(settings), dict(os.environ), relay=True) if weights else None
         )
-        self.engine = Child(
-            "engine", argv, {**os.environ, **engine_env}, log_path=engine_log_path, relay=True
-        )
+        self.engines: list[Child] = []
+        for i in range(settings.engine_replicas):
+            argv, engine_env = engine_command(gateway, settings, replica=i)
+            if self.compile_cache_url:  # one local cache directory: later engines start from it
+                engine_env |= compile_cache.cache_env(settings.compile_cache_dir)
+            log_path = engine_log_path
+            if log_path is not None and i:
+                log_path = log_path.with_name(f"{log_path.stem}-{i + 1}{log_path.suffix}")
+            name = "engine" if settings.engine_replicas == 1 else f"engine-{i + 1}"
+            env = {**os.environ, **engine_env}
+            self.engines.append(Child(name, argv, env, log_path=log_path, relay=True))
         drain_s = max(1, int(settings.shutdown_grace_s) - 2)
         self.gateway = Child(
             "gateway",
@@ -321,9 +334,7 @@ class Supervisor:
         self.router_settings: AlertRouterSettings | None = None
         self.router: Child | None = None
         if router is not None:
-            update: dict[str, object] = {
-                "alerts_gateway_url": f"http://127.0.0.1:{self.gateway_settings.port}"
-            }
+            update = {"alerts_gateway_url": f"http://127.0.0.1:{self.gateway_settings.port}"}
             if router.alerts_gateway_api_key is None and router.alerts_gateway_api_key_file is None:
                 # Without a key of its own, the router asks with the gateway's (dev's accepts any).
                 gateway_keys = self.gateway_settings
@@ -390,10 +401,16 @@ class Supervisor:
         finally:
             self.shutdown()
 
+    @property
+    def engine(self) -> Child:
+        """The first engine: the one whose start restores and saves the compile caches."""
+        return self.engines[0]
+
     def _start_engine(self) -> bool:
-        """Restore the compile caches, start the engine and wait for its health; if it dies after a
-        restore, once more with empty caches. Once healthy after a miss, save the caches in the
-        background. Whether the engine is healthy."""
+        """Restore the compile caches, start the first engine and wait for its health; if it dies
+        after a restore, once more with empty caches. Then the other engines, one after the other
+        (they find what the first compiled). Once all are healthy after a miss, save the caches in
+        the background. Whether every engine is healthy."""
         cache = outcome = None
         if self.compile_cache_url:
             from deploy.runtime.gpu_budget import detect_gpu
@@ -409,7 +426,7 @@ class Supervisor:
             outcome = cache.restore() if cache else None
         started = time.monotonic()
         timeout_s = self.settings.engine_startup_timeout_s
-        engine_url = f"http://127.0.0.1:{self.settings.engine_port}/health"
+        engine_url = f"http://127.0.0.1:{self.engine_ports[0]}/health"
         self.engine.start()
         healthy = self._wait_healthy(self.engine, engine_url, timeout_s)
         exited = self.engine.exited() is not None
@@ -419,21 +436,33 @@ class Supervisor:
             compile_cache.wipe(cache.cache_dir)
             outcome = None  # the stored cache is not ours to replace (create-only): it expires
             old = self.engine
-            self.engine = Child(old.name, old.argv, old.env, log_path=old.log_path, relay=old.relay)
+            self.engines[0] = Child(old.name, old.argv, old.env, log_path=old.log_path, relay=old.relay)
             self.engine.start()
             remaining = max(1.0, timeout_s - (time.monotonic() - started))
             healthy = self._wait_healthy(self.engine, engine_url, remaining)
-        if healthy and self.settings.engine_mode == "gpu" and self.settings.engine_warmup:
-            self._warm_up()
+        warm_up = self.settings.engine_mode == "gpu" and self.settings.engine_warmup
+        if healthy and warm_up:
+            self._warm_up(self.engine_ports[0])
+        # The others after the first, not beside it: two cold starts would compile the same graphs
+        # twice into one cache directory (one after the other: 96 and 89 s on an H200 once the first
+        # had compiled, docs/engine-sizing-h200 run 3).
+        for child, port in zip(self.engines[1:], self.engine_ports[1:], strict=True):
+            if not healthy:
+                break
+            child.start()
+            remaining = max(1.0, timeout_s - (time.monotonic() - started))
+            healthy = self._wait_healthy(child, f"http://127.0.0.1:{port}/health", remaining)
+            if healthy and warm_up:
+                self._warm_up(port)
         if healthy and cache and outcome == "miss":
             # In the background: /readyz must not wait on an upload, and a failed save is only logged.
             threading.Thread(target=cache.save, name="compile-cache-save", daemon=True).start()
         return healthy
 
-    def _warm_up(self) -> None:
+    def _warm_up(self, port: int) -> None:
         """One decision through the engine's own /v1/systemone (one question of each type), so that
         the kernels vLLM compiles at a first decision are compiled now."""
-        url = f"http://127.0.0.1:{self.settings.engine_port}/v1/systemone"
+        url = f"http://127.0.0.1:{port}/v1/systemone"
         body = {"model": self.gateway_settings.served_model, **WARMUP_DECISION}
         started = time.monotonic()
         try:
@@ -455,7 +484,7 @@ class Supervisor:
         print(line, flush=True)
 
     def _children(self) -> list[Child]:
-        return [self.engine, self.gateway] + ([self.router] if self.router is not None else [])
+        return [*self.engines, self.gateway] + ([self.router] if self.router is not None else [])
 
     def shutdown(self) -> None:
         """Router first (it finishes deliveries), then the gateway (it drains in-flight decisions),
@@ -466,7 +495,15 @@ class Supervisor:
         if self.router is not None:
             self.router.stop(grace_s=max(1.0, (deadline - time.monotonic()) / 3))
         self.gateway.stop(grace_s=max(1.0, deadline - time.monotonic() - 2.0))
-        self.engine.stop(grace_s=max(1.0, deadline - time.monotonic()))
+        # The engines side by side: each may take the time that is left.
+        grace_s = max(1.0, deadline - time.monotonic())
+        stops = [
+            threading.Thread(target=e.stop, args=(grace_s,), name=f"stop-{e.name}") for e in self.engines
+        ]
+        for t in stops:
+            t.start()
+        for t in stops:
+            t.join()
         log.info("stopped")
 
     def _run_to_end(self, child: Child) -> int | None:

@@ -86,9 +86,14 @@ def test_an_arm_of_two_copies_of_the_kit_on_one_gpu(
     done = _arms(
         gpu_host, checkpoint, out, "--clients", "4", "--seconds", "5", "--latency-seconds", "5",
         "--overhead-rounds", "0", "--arm", "two:engine_gpu=h200,replicas=2",
+        "--arm", "r2:engine_gpu=h200,engine_replicas=2",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (run,) = json.loads((out / "arms.json").read_text())["runs"]
+    run, r2 = json.loads((out / "arms.json").read_text())["runs"]
+    # Two engines behind the kit's one gateway (DGEMMA_ENGINE_REPLICAS): the engine figures are both's.
+    assert _flag(r2["start"]["engine_argv"], "--gpu-memory-utilization") == "0.46"
+    assert all(lv["failures"] == 0 and lv["rps"] > 0 for lv in r2["levels"])
+    assert r2["levels"][1]["engine"]["prefix_hit_rate"] == pytest.approx(0.5)
     assert run["replicas"] == 2 and len(run["replica_starts"]) == 1
     starts = [run["start"], *run["replica_starts"]]
     assert [s["cache"] for s in starts] == ["cold", "warm"] and all(s["exit_code"] == 0 for s in starts)
@@ -109,3 +114,64 @@ def test_an_arm_of_two_copies_of_the_kit_on_one_gpu(
     assert throughput["rps"] == pytest.approx(sum(rates), rel=1e-6)  # no failures: the rates add up
     assert throughput["engine"]["replicas"] == 2 and "replicas" not in latency["engine"]
     assert "`replicas=2`" in (out / "arms.md").read_text()
+
+
+def test_two_engines_on_one_gpu_behind_one_gateway(
+    gpu_host: dict[str, str],  # noqa: F811
+    checkpoint: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`DGEMMA_ENGINE_REPLICAS=2` through `dgemma run`: the supervisor starts two engines one after
+    the other on consecutive ports, each with half the memory share; the one gateway spreads
+    decisions between them; SIGTERM stops all of it."""
+    import asyncio
+    import secrets
+
+    import httpx
+
+    from deploy.gpucheck import check as gc
+    from tests.helpers.gateway import NOUL, decision
+
+    for name, value in gpu_host.items():
+        monkeypatch.setenv(name, value)
+    opts = gc.Options(model=checkpoint, out=tmp_path / "out", profile_gpu="h200", cache_dir=tmp_path / "cc")
+    opts.out.mkdir()
+    key, port, engine_port = secrets.token_urlsafe(16), gc._free_port(), gc._free_port()
+    env = gc.run_env(opts, key, port, engine_port, False) | {"DGEMMA_ENGINE_REPLICAS": "2"}
+    proc, start = gc.start(gc.Check(host={}, profile="h200", gate_profile="l4"), opts, "cold", env)
+    try:
+
+        async def decide(n: int) -> list[int]:
+            async with httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key}"}, timeout=30
+            ) as http:
+                replies = await asyncio.gather(
+                    *(http.post("/v1/systemone", json=decision(NOUL)) for _ in range(n))
+                )
+            return [r.status_code for r in replies]
+
+        def served() -> list[float]:  # prompt tokens each engine has read (the warm-up's included)
+            texts = [
+                httpx.get(f"http://127.0.0.1:{p}/metrics", timeout=5).text
+                for p in (engine_port, engine_port + 1)
+            ]
+            return [
+                float(next(ln.split()[-1] for ln in t.splitlines() if "prompt_tokens_total" in ln))
+                for t in texts
+            ]
+
+        before = served()
+        assert asyncio.run(decide(12)) == [200] * 12
+        after = served()
+    finally:
+        gc.stop(proc, start)
+    assert all(b < a for b, a in zip(before, after, strict=True)), (before, after)  # both answered some
+    assert start.exit_code == 0
+    log = (opts.out / "run-cold.log").read_text()
+    assert "started engine-1" in log and "started engine-2" in log
+    argvs = [
+        json.loads(line[line.index("{") :])["argv"] for line in log.splitlines() if '"started engine-' in line
+    ]
+    assert [_flag(a, "--port") for a in argvs] == [str(engine_port), str(engine_port + 1)]
+    assert [_flag(a, "--gpu-memory-utilization") for a in argvs] == ["0.46", "0.46"]

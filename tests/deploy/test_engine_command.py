@@ -176,3 +176,60 @@ def test_the_cpu_engine_takes_no_scheduling_flags(int4_model: Path) -> None:
     settings = EngineSettings(model_dir=int4_model, engine_async_scheduling=False)
     argv, _ = engine_command(GATEWAY, settings)
     assert "--no-async-scheduling" not in argv  # the CPU path is the local stack's, left as it is
+
+
+def test_engines_on_one_gpu_share_its_memory_and_take_ports_in_turn(
+    int4_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "h200"
+    bin_dir.mkdir()
+    fake_nvidia_smi(bin_dir, name="NVIDIA H200", mib=143771)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    one = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_gpu="h200", engine_port=9000)
+    two = one.model_copy(update={"engine_replicas": 2})
+    alone, _ = engine_command(GATEWAY, one)
+    first, _ = engine_command(GATEWAY, two)
+    second, _ = engine_command(GATEWAY, two, replica=1)
+    assert (_flag(first, "--port"), _flag(second, "--port")) == ("9000", "9001")
+    # Each engine its half of the one engine's share; the same batch and KV as one engine alone.
+    assert _flag(alone, "--gpu-memory-utilization") == "0.92"
+    assert _flag(first, "--gpu-memory-utilization") == _flag(second, "--gpu-memory-utilization") == "0.46"
+    for flag in ("--max-num-seqs", "--kv-cache-memory-bytes", "--max-cudagraph-capture-size"):
+        assert _flag(first, flag) == _flag(alone, flag), flag
+
+
+def test_engines_whose_share_cannot_hold_the_model_are_refused(int4_model: Path) -> None:
+    # An L4 holds one engine (19.5 GiB of 21.2): two would get 10.6 GiB each.
+    two = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_replicas=2)
+    with pytest.raises(FitError, match=r"to each of 2 engines \(engine_replicas\).*or engine_replicas"):
+        engine_command(GATEWAY, two)
+
+
+def test_several_engines_need_the_gpu_engine() -> None:
+    with pytest.raises(ValueError, match="engine_replicas 2 needs the GPU engine"):
+        EngineSettings(engine_replicas=2)
+
+
+def test_the_gateway_reads_through_every_engine_and_admits_their_batches(
+    int4_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deploy.runtime.supervisor import Supervisor
+
+    bin_dir = tmp_path / "h200"
+    bin_dir.mkdir()
+    fake_nvidia_smi(bin_dir, name="NVIDIA H200", mib=143771)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    settings = SupervisorSettings(
+        engine_mode="gpu", model_dir=int4_model, engine_gpu="h200", engine_replicas=2, engine_port=9000
+    )
+    sup = Supervisor(GATEWAY, settings, weights=False)
+    assert sup.gateway_settings.engine_url == "http://127.0.0.1:9000,http://127.0.0.1:9001"
+    assert sup.gateway_settings.max_concurrent_decisions == 64  # unset: both engines' 32 seqs
+    assert [e.name for e in sup.engines] == ["engine-1", "engine-2"]
+    assert [_flag(e.argv, "--port") for e in sup.engines] == ["9000", "9001"]
+    explicit = Supervisor(
+        GATEWAY.model_copy(update={"max_concurrent_decisions": 40}), settings, weights=False
+    )
+    assert explicit.gateway_settings.max_concurrent_decisions == 40  # set: the operator's
+    alone = Supervisor(GATEWAY, settings.model_copy(update={"engine_replicas": 1}), weights=False)
+    assert alone.gateway_settings.engine_url == "http://127.0.0.1:9000" and alone.engine.name == "engine"

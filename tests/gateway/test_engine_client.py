@@ -149,3 +149,40 @@ async def test_a_pooled_connection_the_engine_closed_is_sent_once_more_on_a_new_
     finally:
         await client.aclose()
         server.close()
+
+
+async def test_calls_go_to_the_engine_with_the_fewest_in_flight() -> None:
+    """Two engines behind one client (several on one GPU): concurrent calls split between them, one
+    at a time they take turns, and a failed call leaves no count behind."""
+    import asyncio
+
+    slow = {"/v1/systemone": (200, b'{"answers": {}}', 0.3), "/health": (200, b"{}", 0.0)}
+    with fake_engine(slow) as one, fake_engine(slow) as two:
+        client = EngineClient(f"{one.url}, {two.url}/", "m", timeout_s=5, retry_after_s=1)
+        await asyncio.gather(*(client.systemone({"state": str(i), "questions": {}}) for i in range(6)))
+        assert (len(one.requests), len(two.requests)) == (3, 3)
+        for i in range(4):
+            await client.systemone({"state": f"s{i}", "questions": {}})
+        assert (len(one.requests), len(two.requests)) == (5, 5)
+        assert client._in_flight == [0, 0]
+        assert await client.healthy()
+        await client.aclose()
+
+
+async def test_several_engines_are_healthy_only_together() -> None:
+    up = {"/health": (200, b"{}", 0.0), "/v1/systemone": (200, b"{}", 0.0)}
+    with fake_engine(up) as one:
+        client = EngineClient(f"{one.url},http://127.0.0.1:{free_port()}", "m", timeout_s=5, retry_after_s=1)
+        try:
+            assert not await client.healthy()
+            assert await client.systemone({}) == {}  # the first engine's turn
+            with pytest.raises(EngineUnavailable, match="not reachable"):
+                await client.systemone({})  # the second's: it is down
+            assert client._in_flight == [0, 0]
+        finally:
+            await client.aclose()
+
+
+def test_an_engine_url_list_may_not_be_empty() -> None:
+    with pytest.raises(ValueError, match="no engine URL"):
+        EngineClient(" , ", "m", timeout_s=5, retry_after_s=1)

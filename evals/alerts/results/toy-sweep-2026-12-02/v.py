@@ -25,7 +25,9 @@ if "V_HOST" in os.environ:
 if "V_TEAM" in os.environ:
     t = float(os.environ["V_TEAM"])
     ac.QUESTION_WEIGHTS = {"page": (1 - t) / 2, "team": t, "severity": (1 - t) / 2}
-print("variant:", ac.CATALOGUE_SHARE, ac.CATALOGUE_UNLABELLED, ac.QUESTION_WEIGHTS, sum(ac.WEIGHTS), flush=True)
+print(
+    "variant:", ac.CATALOGUE_SHARE, ac.CATALOGUE_UNLABELLED, ac.QUESTION_WEIGHTS, sum(ac.WEIGHTS), flush=True
+)
 _save = st.save_file
 st.save_file = lambda tensors, *a, **k: _save({n: t.cpu() for n, t in tensors.items()}, *a, **k)
 if not os.environ.get("V_CPU"):
