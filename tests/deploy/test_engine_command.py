@@ -178,13 +178,17 @@ def test_the_cpu_engine_takes_no_scheduling_flags(int4_model: Path) -> None:
     assert "--no-async-scheduling" not in argv  # the CPU path is the local stack's, left as it is
 
 
-def test_engines_on_one_gpu_share_its_memory_and_take_ports_in_turn(
-    int4_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def an_h200(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in nvidia-smi reports an H200 instead."""
     bin_dir = tmp_path / "h200"
     bin_dir.mkdir()
     fake_nvidia_smi(bin_dir, name="NVIDIA H200", mib=143771)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+@pytest.mark.usefixtures("an_h200")
+def test_engines_on_one_gpu_share_its_memory_and_take_ports_in_turn(int4_model: Path) -> None:
     one = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_gpu="h200", engine_port=9000)
     two = one.model_copy(update={"engine_replicas": 2})
     alone, _ = engine_command(GATEWAY, one)
@@ -210,15 +214,10 @@ def test_several_engines_need_the_gpu_engine() -> None:
         EngineSettings(engine_replicas=2)
 
 
-def test_the_gateway_reads_through_every_engine_and_admits_their_batches(
-    int4_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("an_h200")
+def test_the_gateway_reads_through_every_engine_and_admits_their_batches(int4_model: Path) -> None:
     from deploy.runtime.supervisor import Supervisor
 
-    bin_dir = tmp_path / "h200"
-    bin_dir.mkdir()
-    fake_nvidia_smi(bin_dir, name="NVIDIA H200", mib=143771)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     settings = SupervisorSettings(
         engine_mode="gpu", model_dir=int4_model, engine_gpu="h200", engine_replicas=2, engine_port=9000
     )
