@@ -126,11 +126,11 @@ def parse_arms(specs: list[str]) -> list[Arm]:
             if key == "engine_gpu" and value.strip() not in GPUS:
                 raise ConfigError(f"arm {name}: engine_gpu {value.strip()!r}; known: {', '.join(GPUS)}")
             settings[key] = value.strip()
+        arm = Arm(name, settings, replicas)
         try:
-            EngineSettings(**{"engine_mode": "gpu", **settings})  # type: ignore[arg-type]  # strings, as the env
+            arm.engine("l4")  # the values checked as the supervisor would read them
         except ValueError as e:
             raise ConfigError(f"arm {name}: {e}") from e
-        arm = Arm(name, settings, replicas)
         if name in known and (rest and known[name] != arm):
             raise ConfigError(f"arm {name} is given twice with different settings")
         plan.append(known.setdefault(name, arm))
@@ -360,7 +360,7 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
                 for j, (st, users) in enumerate(zip(loaded, shares, strict=True)):
                     phase = GatePhase(kind, users, seconds)
                     out = (
-                        arm_dir / f"c{clients}" / (f"replica-{j + 1}" if j or len(stacks) > 1 else "")
+                        arm_dir / f"c{clients}" / (f"replica-{j + 1}" if len(stacks) > 1 else "")
                     ).resolve()
                     out.mkdir(parents=True, exist_ok=True)
                     phases.append((phase, out))

@@ -247,3 +247,28 @@ def test_replicas_must_be_a_small_count() -> None:
     for bad in ("x:replicas=0", "x:replicas=9", "x:replicas=two"):
         with pytest.raises(ConfigError, match="replicas"):
             parse_arms([bad])
+
+
+def test_a_stack_of_two_engines_sums_their_counters_and_queues() -> None:
+    """An `engine_replicas` arm reads every engine of its stack: counters add up, and the queues
+    sampled apart add up per second."""
+    from deploy.gpucheck import check as gc
+    from devtools.engine_arms import _Stack
+    from devtools.instant_engine import metrics
+    from devtools.metadata import serving
+
+    def engine(questions: int, running: int):  # type: ignore[no-untyped-def]
+        body = metrics(questions, running).encode()
+        return serving(lambda _seen: (200, {"content-type": "text/plain"}, body))
+
+    with engine(3, 2) as one, engine(5, 4) as two:
+        probes = [gc.Check(host={}, profile="h200", gate_profile="l4") for _ in range(2)]
+        stack = _Stack("http://gateway", [one.url, two.url], probes)
+        counters = stack.counters()
+    assert counters["prefix_cache_queries"] == (3 + 5) * 64 and counters["running"] == 2 + 4
+    probes[0].queue += [{"t": 10.2, "running": 3, "waiting": 1, "kv_usage": 0.1}, {"t": 11.1, "running": 5}]
+    probes[1].queue += [{"t": 10.7, "running": 4, "waiting": 2, "kv_usage": 0.3}, {"t": 13.0, "running": 9}]
+    assert stack.queue(10.0, 12.0) == [
+        {"t": 10.0, "running": 7, "waiting": 3, "kv_usage": 0.3},
+        {"t": 11.0, "running": 5, "waiting": 0.0, "kv_usage": 0.0},
+    ]
