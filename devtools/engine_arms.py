@@ -275,11 +275,7 @@ class _Stack:
 
     def counters(self) -> dict[str, float]:
         """vLLM's counters, summed over the stack's engines."""
-        total: dict[str, float] = {}
-        for url in self.engine_urls:
-            for k, v in _counters(url).items():
-                total[k] = total.get(k, 0.0) + v
-        return total
+        return gc.engines_counters(self.engine_urls)
 
     def queue(self, t0: float, t1: float) -> list[dict[str, float]]:
         """The engines' queue in a window, summed per second (one engine: as sampled)."""
@@ -319,7 +315,7 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
                 profile_gpu=gpu, cache_dir=opts.cache_dir, startup_timeout_s=opts.startup_timeout_s,
             )  # fmt: skip
             check_opts.out.mkdir(parents=True, exist_ok=True)
-            port, engine_port = gc._free_port(), gc._free_port()
+            port, engine_port = gc._free_port(), gc._free_ports(engine.engine_replicas)
             engines = range(engine.engine_replicas)  # the supervisor's, on engine_port + k
             stack = _Stack(
                 f"http://127.0.0.1:{port}", [f"http://127.0.0.1:{engine_port + k}" for k in engines],
@@ -349,7 +345,7 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
         with contextlib.ExitStack() as sampling:
             for st in stacks:
                 for probe, engine_url in zip(st.probes, st.engine_urls, strict=True):
-                    sampling.enter_context(gc.sampling(probe, engine_url, t0))
+                    sampling.enter_context(gc.sampling(probe, [engine_url], t0))
             for kind, clients, seconds in levels:
                 # The load split evenly between the copies; a level of fewer clients loads the first ones.
                 loaded = stacks[: min(clients, len(stacks))]
@@ -439,10 +435,6 @@ def combine_levels(parts: list[Level]) -> Level:
         "replicas": len(parts),
     }
     return level
-
-
-def _counters(engine_url: str) -> dict[str, float]:
-    return gc.engine_counters(httpx.get(f"{engine_url}/metrics", timeout=10).text)
 
 
 def _level_line(level: Level) -> str:

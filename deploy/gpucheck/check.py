@@ -155,6 +155,17 @@ def engine_counters(text: str) -> dict[str, float]:
     return out
 
 
+def engines_counters(engine_urls: list[str], http: httpx.Client | None = None) -> dict[str, float]:
+    """`engine_counters` of each engine on the GPU (`engine_replicas`), added up: the KV cache's use
+    is the fullest engine's, as each engine has its own."""
+    total: dict[str, float] = {}
+    for url in engine_urls:
+        page = (http.get(f"{url}/metrics") if http else httpx.get(f"{url}/metrics", timeout=10)).text
+        for k, v in engine_counters(page).items():
+            total[k] = max(total.get(k, 0.0), v) if k == "kv_usage" else total.get(k, 0.0) + v
+    return total
+
+
 def _step_histogram(samples: list[Any], out: dict[str, float]) -> None:
     for s in samples:
         if s.name.endswith("_count"):
@@ -211,6 +222,21 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _free_ports(n: int) -> int:
+    """The first of `n` consecutive free ports: the supervisor's engines take `engine_port` + k."""
+    for _ in range(100):
+        first = _free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for k in range(1, n):
+                    s = held.enter_context(socket.socket())
+                    s.bind(("127.0.0.1", first + k))
+            except OSError:
+                continue
+        return first
+    raise OSError(f"no {n} consecutive free ports on 127.0.0.1")
 
 
 def _smi() -> str:
@@ -326,8 +352,9 @@ def _short(line: str, limit: int = 140) -> str:
 
 
 @contextmanager
-def sampling(check: Check, engine_url: str, t0: float) -> Iterator[None]:
-    """nvidia-smi's memory and utilization every 250 ms, vLLM's queue every second, until the block ends."""
+def sampling(check: Check, engine_urls: list[str], t0: float) -> Iterator[None]:
+    """nvidia-smi's memory and utilization every 250 ms, vLLM's queue (all engines') every second,
+    until the block ends."""
     smi = subprocess.Popen(
         [_smi(), "--query-gpu=memory.used,utilization.gpu", "--format=csv,noheader,nounits", "-lms", "250"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -347,7 +374,7 @@ def sampling(check: Check, engine_url: str, t0: float) -> Iterator[None]:
         with httpx.Client(timeout=5) as http:
             while not done.wait(1.0):
                 try:
-                    c = engine_counters(http.get(f"{engine_url}/metrics").text)
+                    c = engines_counters(engine_urls, http)
                 except httpx.HTTPError:
                     continue
                 check.queue.append({"t": round(time.monotonic() - t0, 1), **c})
@@ -467,24 +494,27 @@ def stop(run: _Run, s: Start) -> None:
     wait_until(lambda: gpu_used_mib() < 1024, 60, interval_s=1.0)
 
 
-def gate(check: Check, opts: Options, url: str, engine_url: str, key: str) -> None:
+def gate(check: Check, opts: Options, url: str, engine_urls: list[str], key: str) -> None:
     from loadtest.gate import GateProfile
     from loadtest.gate import run as run_gate
 
     profile = GateProfile.load(opts.gate_profile).overridden(
         [], opts.latency_seconds, opts.throughput_seconds
     )
-    before = engine_counters(httpx.get(f"{engine_url}/metrics", timeout=10).text)
+    before = engines_counters(engine_urls)
     t0 = time.monotonic()
     marks: dict[str, float] = {}
-    with sampling(check, engine_url, t0):
+    with sampling(check, engine_urls, t0):
 
         def mark(name: str) -> None:
             marks[name] = round(time.monotonic() - t0, 1)
 
         auth = {"Authorization": f"Bearer {key}"}
-        result = run_gate(url, profile, opts.out / "gate", headers=auth, engine_url=engine_url, on_phase=mark)
-    after = engine_counters(httpx.get(f"{engine_url}/metrics", timeout=10).text)
+        # The gateway's share: against the first engine alone (one client: one engine serves it).
+        result = run_gate(
+            url, profile, opts.out / "gate", headers=auth, engine_url=engine_urls[0], on_phase=mark
+        )
+    after = engines_counters(engine_urls)
     check.phase_marks = marks
     delta = {
         k: after.get(k, 0.0) - before.get(k, 0.0)
@@ -569,14 +599,15 @@ def run(opts: Options) -> Check:
     check = Check(host=host, profile=opts.profile_gpu, gate_profile=opts.gate_profile)
     b = fit_budget(opts)
     key = secrets.token_urlsafe(24)
-    port, engine_port = _free_port(), _free_port()
-    url, engine_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{engine_port}"
+    port, engine_port = _free_port(), _free_ports(b.profile.replicas)
+    url = f"http://127.0.0.1:{port}"
+    engine_urls = [f"http://127.0.0.1:{engine_port + i}" for i in range(b.profile.replicas)]
     env = run_env(opts, key, port, engine_port, on_larger)
     baseline = gpu_used_mib()
     try:
         cold_run, cold = start(check, opts, "cold", env)
         try:
-            gate(check, opts, url, engine_url, key)
+            gate(check, opts, url, engine_urls, key)
         except GateError as e:  # the second start is still measured; the report says why
             check.verdict.append(f"gate: {e}")
         finally:

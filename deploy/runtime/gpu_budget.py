@@ -50,18 +50,21 @@ class GpuServing:
 
     max_num_seqs: int
     max_num_batched_tokens: int
+    replicas: int = 1  # engines on the one GPU
 
 
 # Measured on one H200 through the gateway (docs/engine-sizing-h200): more seqs made each engine step
 # slower (48 seqs: 0.60x the decisions per second of 32 at 32 clients, 8.7 steps/s against 21.6, and
 # 56 ms against 32 ms at one client), and 128 seqs with 8192 batched tokens did not start (its
 # 8192-token CUDA graph hit an illegal memory access at capture). So the 80+ GiB rows keep the l4's
-# batch, sized against their own memory rather than held to the L4's; on an H100 unmeasured.
+# batch, sized against their own memory rather than held to the L4's; on an H100 unmeasured. One
+# engine's step loop, not the H200, is its limit (GPU ~50 % busy): two engines on it gave 1.20-1.38x
+# the req/s of one at 32-128 clients through `dgemma run` (docs/engine-sizing-h200, run 4).
 SERVING: dict[str, GpuServing] = {
     "l4": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096),
     "a100-40gb": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096),
     "h100-80gb": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096),
-    "h200": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096),
+    "h200": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096, replicas=2),
 }
 # The largest CUDA graph the derived cap asks for: 2048 and 3072 captured and served on the H200, 8192
 # crashed at capture (8192 x the 262,144-token vocab is 2^31 logits, an int32 index's limit: the

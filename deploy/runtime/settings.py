@@ -83,12 +83,13 @@ class EngineSettings(KitSettings):
     """Prompt length (state + question) the KV cache is sized for."""
     engine_gpu_memory_utilization: float = Field(0.92, gt=0.0, le=1.0)
     """Share of GPU memory vLLM may use (all its engines together, with `engine_replicas` > 1)."""
-    engine_replicas: int = Field(1, ge=1, le=4)
+    engine_replicas: int = Field(SERVING["l4"].replicas, ge=1, le=4)
     """vLLM engines on the one GPU (GPU mode), started one after the other on ports `engine_port`,
     `engine_port` + 1, ..., each sized by the fit for its 1/N of the memory share; the gateway sends
-    each call to the engine with the fewest in flight. One engine's step loop, not the GPU, is its
-    limit: on an H200 two engines made the GPU 88-90 % busy against ~50 % and gave 1.33-1.42x the
-    decisions per second of one (two copies of the kit, docs/engine-sizing-h200/README.md run 3).
+    each call to the engine with the fewest in flight. Unset: the serving profile of `engine_gpu` in
+    GPU mode (2 on an H200, 1 elsewhere). One engine's step loop, not the GPU, is its limit: on an
+    H200 two engines through `dgemma run` made the GPU ~91 % busy against ~55 % and gave 1.20-1.38x
+    the decisions per second of one at 32-128 clients (docs/engine-sizing-h200/README.md run 4).
     The fit refuses a count whose share cannot hold the model (on an L4, more than one)."""
     engine_max_model_len: int = Field(4096, ge=256)
     """vLLM `--max-model-len` on CPU: prompt + thought block + 16-token canvas must fit (on the GPU
@@ -110,6 +111,8 @@ class EngineSettings(KitSettings):
         data = {
             "engine_max_num_seqs": serving.max_num_seqs,
             "engine_max_num_batched_tokens": serving.max_num_batched_tokens,
+            # The CPU stack runs one engine, whatever GPU it is sized for.
+            **({"engine_replicas": serving.replicas} if data.get("engine_mode") == "gpu" else {}),
             **data,
         }
         if "engine_max_cudagraph_capture_size" not in data:

@@ -48,12 +48,12 @@ def test_three_arms_side_by_side(gpu_host: dict[str, str], checkpoint: Path, tmp
     assert "--no-async-scheduling" in baseline["start"]["engine_argv"]  # today's default
     assert [r["start"]["cache"] for r in report["runs"]] == ["cold", "warm", "warm"]
     assert all(r["start"]["exit_code"] == 0 and r["peak_mib"] == 19083 for r in report["runs"])
-    # The h200 arm: that GPU's serving profile, not held to the L4's share of the GPU; its graph cap
-    # derived from its seqs.
+    # The h200 arm: that GPU's serving profile (two engines), not held to the L4's share of the GPU;
+    # its graph cap derived from its seqs.
     argv = h200["start"]["engine_argv"]
     assert (h200["gpu"], baseline["gpu"]) == ("h200", "l4")
     assert _flag(argv, "--max-num-seqs") == "64" and _flag(argv, "--max-cudagraph-capture-size") == "4096"
-    assert _flag(argv, "--gpu-memory-utilization") == "0.92"
+    assert _flag(argv, "--gpu-memory-utilization") == "0.46"  # each of its two engines half the H200's
     assert float(_flag(baseline["start"]["engine_argv"], "--gpu-memory-utilization")) < 0.2  # the L4's share
     assert _flag(baseline["start"]["engine_argv"], "--max-num-seqs") == "32"
     assert all(r["overhead"]["p50_ratio"] > 0 and r["overhead"]["gateway_share"] < 1 for r in report["runs"])
@@ -85,7 +85,7 @@ def test_an_arm_of_two_copies_of_the_kit_on_one_gpu(
     out = tmp_path / "arms"
     done = _arms(
         gpu_host, checkpoint, out, "--clients", "4", "--seconds", "5", "--latency-seconds", "5",
-        "--overhead-rounds", "0", "--arm", "two:engine_gpu=h200,replicas=2",
+        "--overhead-rounds", "0", "--arm", "two:engine_gpu=h200,engine_replicas=1,replicas=2",
         "--arm", "r2:engine_gpu=h200,engine_replicas=2",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -189,7 +189,9 @@ def an_h200(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("an_h200")
 def test_engines_on_one_gpu_share_its_memory_and_take_ports_in_turn(int4_model: Path) -> None:
-    one = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_gpu="h200", engine_port=9000)
+    one = EngineSettings(
+        engine_mode="gpu", model_dir=int4_model, engine_gpu="h200", engine_port=9000, engine_replicas=1
+    )
     two = one.model_copy(update={"engine_replicas": 2})
     alone, _ = engine_command(GATEWAY, one)
     first, _ = engine_command(GATEWAY, two)

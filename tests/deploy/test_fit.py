@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -168,7 +169,8 @@ def test_the_gpu_names_its_serving_profile(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_the_h200_profile_is_sized_against_the_h200() -> None:
     """The measured batch (docs/engine-sizing-h200), against the H200's memory, not the L4's share."""
-    assert SERVING["h200"] == SERVING["l4"]  # 48 seqs measured slower, 128 did not start
+    # 48 seqs measured slower, 128 did not start: the l4's batch, in each of two engines.
+    assert dataclasses.replace(SERVING["h200"], replicas=1) == SERVING["l4"]
     b = fit(EngineSettings(engine_gpu="h200"))
     check_fits(b)
     assert b.available_gib == pytest.approx(0.92 * 143771 / 1024)
@@ -180,6 +182,23 @@ def test_the_h200_profile_is_sized_against_the_h200() -> None:
     check_fits(fit(EngineSettings(engine_gpu="h200"), max_num_seqs=128))
     with pytest.raises(FitError, match="needs"):
         check_fits(fit(EngineSettings(), max_num_seqs=128))
+
+
+def test_an_h200_runs_two_engines_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two engines on an H200 measured 1.20-1.38x one (docs/engine-sizing-h200, run 4): its profile's
+    count in GPU mode; the CPU stack, other GPUs and an explicit count keep theirs."""
+    assert EngineSettings(engine_mode="gpu", engine_gpu="h200").engine_replicas == 2
+    assert EngineSettings(engine_mode="gpu", engine_gpu="h200", engine_replicas=1).engine_replicas == 1
+    assert EngineSettings(engine_mode="gpu").engine_replicas == 1  # an L4 holds one
+    assert EngineSettings(engine_gpu="h200").engine_replicas == 1  # the CPU stack: one engine
+    monkeypatch.setenv("DGEMMA_ENGINE_MODE", "gpu")
+    monkeypatch.setenv("DGEMMA_ENGINE_GPU", "h200")
+    assert EngineSettings().engine_replicas == 2
+    b = fit(EngineSettings())
+    check_fits(b)
+    assert (b.profile.replicas, b.engine_utilization) == (2, 0.46)
+    monkeypatch.setenv("DGEMMA_ENGINE_REPLICAS", "1")
+    assert EngineSettings().engine_replicas == 1
 
 
 def test_fit_command_sizes_the_gpus_profile(capsys: pytest.CaptureFixture[str]) -> None:

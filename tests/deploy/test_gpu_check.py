@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from deploy.gpucheck.check import Check, Sample, Start, engine_counters, memory, parse_start_log
+from deploy.gpucheck.check import (
+    Check,
+    Sample,
+    Start,
+    _free_ports,
+    engine_counters,
+    engines_counters,
+    memory,
+    parse_start_log,
+)
 from deploy.runtime.gpu_budget import BIG_CONFIG, GPUS, ServingProfile, budget, load_arch
 from deploy.runtime.supervisor import parse_vllm_line
 
@@ -87,6 +96,32 @@ def test_engine_counters_sum_label_sets_and_skip_created() -> None:
         'vllm:num_requests_running{engine="0"} 6\n'
     )
     assert engine_counters(text) == {"prefix_cache_hits": 42.0, "running": 6.0}
+
+
+def test_the_engines_on_one_gpu_are_read_together() -> None:
+    """Two engines' /metrics, served over HTTP: counters and queues add up, the KV's use is the
+    fuller engine's (each has its own cache)."""
+    from devtools.instant_engine import metrics
+    from devtools.metadata import serving
+
+    def engine(questions: int, running: int):  # type: ignore[no-untyped-def]
+        body = metrics(questions, running).encode()
+        return serving(lambda _seen: (200, {"content-type": "text/plain"}, body))
+
+    with engine(3, 8) as one, engine(5, 16) as two:
+        both = engines_counters([one.url, two.url])
+        alone = engines_counters([one.url])
+    assert both["prompt_tokens"] == (3 + 5) * 64 and both["running"] == 8 + 16
+    assert both["kv_usage"] == 16 / 32 and alone == engine_counters(metrics(3, 8))
+
+
+def test_the_engines_ports_are_free_in_a_row() -> None:
+    import socket
+
+    first = _free_ports(3)
+    for port in range(first, first + 3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # raises if taken
 
 
 def test_engine_steps_from_a_real_h200_metrics_page() -> None:

@@ -85,6 +85,29 @@ def test_the_check_starts_the_kit_twice_gates_it_and_reports(
     assert (out / "gpu-check.png").stat().st_size > 10_000 and (out / "gate" / "summary.md").exists()
 
 
+def test_the_h200_profile_is_checked_with_its_two_engines(
+    gpu_host: dict[str, str], checkpoint: Path, tmp_path: Path
+) -> None:
+    """`--gpu h200` starts the profile's two engines on consecutive ports; the gate runs through the
+    gateway in front of both, and the check reads both engines."""
+    out = tmp_path / "report"
+    done = subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "gpu-check", str(checkpoint), "--gpu", "h200", "--out",
+         str(out), "--cache-dir", str(tmp_path / "compile"), "--latency-seconds", "3",
+         "--throughput-seconds", "3"],
+        cwd=ROOT, env=gpu_host, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    argv = report["starts"][0]["engine_argv"]
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.46"  # each engine its half
+    log = (out / "run-cold.log").read_text()
+    started = [line for line in log.splitlines() if "started engine-" in line]
+    ports = [int(line.split('"--port","')[1].split('"')[0]) for line in started]
+    assert len(ports) == 2 and ports[1] == ports[0] + 1
+    assert report["gate"]["measured"]["failure_ratio"] == 0 and report["engine"]["prompt_tokens"] > 0
+
+
 def test_a_start_that_dies_is_reported_with_the_engines_words(
     gpu_host: dict[str, str], checkpoint: Path, tmp_path: Path
 ) -> None:
