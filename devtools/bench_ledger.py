@@ -3,12 +3,18 @@ same router, once with its memory ledger and once with the ledger on the GCS emu
 (fake-gcs-server on loopback), deliveries alternating between the two.
 
 python -m devtools.bench_ledger [--rounds 60] [--plot reports/ledger.png]
+    [--outage-rounds 4] [--outage-plot reports/ledger-outage.png]
 
 Each round sends one new Alertmanager alert to each router and times the webhook's answer: the
 decision (the instant stand-in engine behind a real gateway: no model time), the ledger's facts and
 claims, and the sinks (a PagerDuty-shaped receiver and a webhook, both on loopback). Then the same
 alert resolved. Loopback storage is far faster than Cloud Storage: the report adds a projection
 from a third-party per-call figure (Google publishes none), labelled as a projection.
+
+Then the store failing (devtools/ledger_outage.py): two routers sharing the ledger, the decision
+service down, bursts of new alerts with the store healthy, slow (2 s added to each request) and
+down (the emulator stopped), the states taking turns round after round; time to page, what the
+senders saw, pages lost and duplicated, side by side.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from devtools.alertrig import POLICY, Receiver, router, write_policy
 from devtools.bench_alerts import boxplot_ms
 from devtools.bench_alerts import delivery as new_alert
 from devtools.gcs import fake_gcs
+from devtools.ledger_outage import SLOW_S, Burst, State, outage_rig
 from devtools.metadata import serving
 from devtools.stack import ROOT, gateway, instant_engine
 from loadtest.overhead import percentile
@@ -62,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--plot", type=Path, default=Path("reports/ledger.png"))
+    parser.add_argument("--outage-rounds", type=int, default=4, help="rounds of the store's states (0: none)")
+    parser.add_argument("--outage-plot", type=Path, default=Path("reports/ledger-outage.png"))
     args = parser.parse_args(argv)
     console = Console(stderr=True)
     root = ROOT / ".cache" / "bench-ledger"
@@ -118,7 +127,56 @@ def main(argv: list[str] | None = None) -> int:
         triggers = sum(b["event_action"] == "trigger" for b in pd.accepted)
         report(firing, resolved, args.plot, args.rounds)
         console.print(f"PagerDuty triggers accepted: {triggers} for {2 * (args.rounds + 1)} alerts")
+    if args.outage_rounds:
+        outages(root / "outage", args.outage_rounds, args.outage_plot, console)
     return 0
+
+
+OUTAGE_STATES: tuple[State, ...] = ("healthy", "slow", "stopped")
+
+
+def outages(root: Path, rounds: int, plot: Path | None, console: Console, alerts: int = 4) -> None:
+    """Bursts of `alerts` new alerts per state and round, the states' order turning each round."""
+    bursts: dict[State, list[Burst]] = {state: [] for state in OUTAGE_STATES}
+    with console.status("starting the emulator, its fault proxy and two routers"):
+        rig = ExitStack()
+        outage = rig.enter_context(outage_rig(root))
+    with rig, Progress(console=console, transient=True) as progress:
+        task = progress.add_task("bursts (healthy, slow, stopped, taking turns)", total=rounds * 3)
+        for n in range(rounds):
+            k = n % len(OUTAGE_STATES)
+            for state in OUTAGE_STATES[k:] + OUTAGE_STATES[:k]:
+                bursts[state].append(outage.burst(state, alerts))
+                progress.advance(task)
+    merged = {state: Burst(state, [t for b in runs for t in b.trials]) for state, runs in bursts.items()}
+    table = Table(
+        title=f"the ledger's store failing: {rounds} bursts of {alerts} new alerts per state, two routers, "
+        "the decision service down (loopback)"
+    )
+    for column in ("store", "page p50 s", "page max s", "lost", "duplicates", "senders saw", "answer max s"):
+        table.add_column(column, justify="left" if column in ("store", "senders saw") else "right")
+    for state, b in merged.items():
+        p = b.page_s
+        table.add_row(
+            f"{state}" + (f" (+{SLOW_S:g} s a request)" if state == "slow" else ""),
+            f"{percentile(p, 50):.2f}", f"{max(p):.2f}", str(b.lost), str(b.duplicates),
+            ", ".join(f"{n}x {code}" for code, n in sorted(b.statuses.items())), f"{max(b.answer_s):.2f}",
+        )  # fmt: skip
+    console.print(table)
+    console.print(
+        "duplicates: each router pages an alert it routed from memory once; the other may too. "
+        "The first alert after a fault pays the store's timeout (1 s); later ones are routed from "
+        "memory at once."
+    )
+    if plot is not None:
+        boxplot_ms(
+            {state: b.page_s for state, b in merged.items()},
+            "ms from the sender's POST to the first page (loopback; decision service down)",
+            plot,
+            budget_s=5.0,
+            height=2.8,
+        )
+        console.print(f"plot: {plot}")
 
 
 def report(

@@ -11,14 +11,13 @@ from pydantic import SecretStr
 
 from app.alerts import routes
 from app.alerts.audit import AuditLog
-from app.alerts.ledger import Ledger
 from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
 from app.alerts.records import Source
 from app.alerts.senders import SenderAuth
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import Sink, build_sinks
-from app.alerts.store import GcsStore, MemoryStore, ObjectStore
+from app.alerts.store import GcsStore, ObjectStore
 from app.alerts.triage import Triage
 from app.core.http_errors import install_error_handlers
 from app.core.identity import IdTokens
@@ -80,8 +79,8 @@ def create_router_app(
     )
     sinks = sinks if sinks is not None else build_sinks(policy.sink_configs)
     metrics = RouterMetrics()
-    if store is None:
-        store = GcsStore(settings.alerts_ledger_url) if settings.alerts_ledger_url else MemoryStore()
+    if store is None and settings.alerts_ledger_url:
+        store = GcsStore(settings.alerts_ledger_url, timeout_s=settings.alerts_ledger_timeout_s)
     triage = Triage(
         policy,
         gateway,
@@ -92,7 +91,9 @@ def create_router_app(
         max_concurrency=settings.alerts_max_concurrency,
         audit=AuditLog(settings.alerts_audit_file),
         mode=settings.alerts_mode,
-        ledger=Ledger(store, claim_s=settings.alerts_ledger_claim_s),
+        store=store,
+        claim_s=settings.alerts_ledger_claim_s,
+        ledger_timeout_s=settings.alerts_ledger_timeout_s,
         scan_s=settings.alerts_ledger_scan_s,
     )
 

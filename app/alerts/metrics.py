@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from app.core.observability import HttpMetrics
 
@@ -40,10 +40,28 @@ class RouterMetrics(HttpMetrics):
         self.failed = Counter(
             "dgemma_alerts_failed", "Deliveries a sink refused or missed.", ["sink"], registry=r
         )
-        self.ledger_errors = Counter(
-            "dgemma_alerts_ledger_errors",
-            "Alerts routed without the shared ledger (its store did not answer): paged from this "
-            "process's memory, so another instance may page them again.",
+        self.ledger_failures = Counter(
+            "dgemma_alerts_ledger_failures",
+            "Calls to the ledger's shared store that failed or did not answer in time, by operation "
+            "(create, read, replace, list, delete).",
+            ["operation"],
+            registry=r,
+        )
+        self.from_memory = Counter(
+            "dgemma_alerts_ledger_memory",
+            "Alerts routed while the ledger's store was away, from this process's memory, by outcome "
+            "(page, fallback, resolved, duplicate...): another instance may page them once more.",
+            ["outcome"],
+            registry=r,
+        )
+        self.ledger_up = Gauge(
+            "dgemma_alerts_ledger_up",
+            "1 while the ledger's shared store answers, 0 while the router routes from memory.",
+            registry=r,
+        )
+        self.ledger_backlog = Gauge(
+            "dgemma_alerts_ledger_backlog",
+            "Facts created from memory while the ledger's store was away, not yet written to it.",
             registry=r,
         )
         self.resumed = Counter(

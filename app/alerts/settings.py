@@ -44,6 +44,12 @@ class AlertRouterSettings(KitSettings):
     """How long a process's claim on a send (or on a late classification, renewed as it runs) keeps
     other processes off it. Past it, a crashed process's work is taken over; longer than a sink's
     slowest call with its retries."""
+    alerts_ledger_timeout_s: float = Field(1.0, gt=0, le=30)
+    """The most one call to the ledger's store may take, its retries included; on a delivery's path,
+    every call also answers by the delivery's arrival plus the decision budget plus this. A call that
+    fails or runs out of time marks the store away: the router then routes from this process's memory
+    at once (each alert paged at most once more per process, never held or lost), tries the store
+    again every 2 s, and writes what it decided meanwhile once the store answers."""
     alerts_ledger_scan_s: float = Field(30.0, gt=0, le=3600)
     """How often the router looks for fallback pages whose classification no live process is doing
     (besides at start and on each delivery)."""

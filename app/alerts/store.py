@@ -9,6 +9,11 @@ generation read: compare-and-swap). google-cloud-storage sends any upload under 
 so, and that is the one write the local emulator checks preconditions on (fake-gcs-server 1.54.0
 ignores them on media and resumable uploads, deletes, patches and copies: docs/alert-routing.md).
 A delete is only ever cleanup, never a decision.
+
+`FailoverStore` puts this process's memory behind the shared store: every call to it runs under a
+deadline (the delivery's, `deadline`, or `timeout_s` outside one), and a call that fails or runs out
+of time marks the store away. Until it answers again, calls are served from memory, and the facts
+created meanwhile are kept to write once it does: a page is sent from memory rather than held.
 """
 
 from __future__ import annotations
@@ -16,21 +21,53 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from google.api_core import exceptions as gexc
 from google.auth import exceptions as auth_exc
+from google.cloud.storage.retry import DEFAULT_RETRY
 
+from app.alerts.metrics import RouterMetrics
 from app.core.config import ConfigError
 from app.core.errors import ServiceError
 from app.core.storage import parse_gs, storage_client
 
+log = logging.getLogger("app.alerts")
+T = TypeVar("T")
+
+# The monotonic time by which the ledger's store must have answered: the delivery's (its arrival,
+# plus the decision budget, plus `alerts_ledger_timeout_s`: app/alerts/triage.py sets it); None
+# outside a delivery (scans, late classifications, cleanup, writing the backlog): each call then
+# has `timeout_s`.
+deadline: ContextVar[float | None] = ContextVar("ledger_deadline", default=None)
+
+
+def time_left(cap_s: float) -> float:
+    """What a store call may take now: `cap_s`, and never past the delivery's deadline."""
+    until = deadline.get()
+    return cap_s if until is None else min(cap_s, until - time.monotonic())
+
+
+@dataclass
+class Served:
+    """Set on a routing's context: whether a store call of it was answered from memory."""
+
+    from_memory: bool = False
+
+
+served: ContextVar[Served | None] = ContextVar("ledger_served", default=None)
+
 
 class LedgerUnavailable(ServiceError):
-    """The ledger's store did not answer (or refused the router's identity)."""
+    """The ledger's store did not answer in time (or refused the router's identity)."""
 
     status = 503
 
@@ -112,12 +149,20 @@ class MemoryStore:
         if folder is not None:
             folder.pop(name, None)
 
+    def remember(self, name: str, body: dict[str, Any]) -> None:
+        """Keep `name` as the shared store has it (read or listed there), whatever was here."""
+        folder = self._folder(name, make=True)
+        assert folder is not None
+        folder[name] = Stored(json.loads(json.dumps(body)), self._next())
+
 
 class GcsStore:
     """`gs://bucket/prefix` through google-cloud-storage (the emulator under STORAGE_EMULATOR_HOST).
-    The client is blocking: each call runs in a worker thread."""
+    The client is blocking: each call runs in a worker thread of the store's own, under
+    `time_left(timeout_s)`: the HTTP timeout and the client's retries (google-cloud-storage's
+    default retry, whose own deadline is 120 s) both end by then, and the call is given up at it."""
 
-    def __init__(self, url: str, client: Any = None, *, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, client: Any = None, *, timeout_s: float = 1.0) -> None:
         bucket, self.prefix = parse_gs(url)
         try:
             self._client = client or storage_client()
@@ -125,17 +170,28 @@ class GcsStore:
             raise ConfigError(f"ledger {url}: no credentials for Cloud Storage ({e})") from e
         self._bucket = self._client.bucket(bucket)
         self._timeout = timeout_s
+        # Its own threads: a store that hangs holds these (each until its HTTP timeout), not the
+        # default executor's few.
+        self._pool = ThreadPoolExecutor(16, thread_name_prefix="ledger")
         self.url = url
 
     def _path(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
 
-    async def _call(self, what: str, fn: Any, *args: Any) -> Any:
+    async def _call(self, what: str, fn: Callable[[float, Any], T]) -> T:
+        """`fn(timeout, retry)` in a worker thread, given up when the time left is."""
+        left = time_left(self._timeout)
+        if left <= 0:
+            raise LedgerUnavailable(f"ledger {self.url}: {what}: the delivery's time is spent")
+        retry = DEFAULT_RETRY.with_timeout(left).with_delay(initial=0.05, maximum=0.5)
+        call = asyncio.get_running_loop().run_in_executor(self._pool, fn, left, retry)
         try:
-            return await asyncio.to_thread(fn, *args)
+            return await asyncio.wait_for(call, left)
         except (gexc.PreconditionFailed, gexc.NotFound):
             raise
-        except (gexc.GoogleAPIError, auth_exc.GoogleAuthError, OSError) as e:
+        except TimeoutError as e:
+            raise LedgerUnavailable(f"ledger {self.url}: {what} did not answer within {left:.2f} s") from e
+        except (gexc.GoogleAPIError, auth_exc.GoogleAuthError, OSError) as e:  # RetryError included
             raise LedgerUnavailable(f"ledger {self.url}: {what} failed: {type(e).__name__}: {e}") from e
 
     async def create(self, name: str, body: dict[str, Any]) -> int | None:
@@ -147,8 +203,8 @@ class GcsStore:
         try:
             await self._call(
                 f"create {name}",
-                lambda: blob.upload_from_string(
-                    payload, content_type="application/json", if_generation_match=0, timeout=self._timeout
+                lambda t, r: blob.upload_from_string(
+                    payload, content_type="application/json", if_generation_match=0, timeout=t, retry=r
                 ),
             )
         except gexc.PreconditionFailed:
@@ -161,7 +217,7 @@ class GcsStore:
     async def read(self, name: str) -> Stored | None:
         blob = self._bucket.blob(self._path(name))
         try:
-            data = await self._call(f"read {name}", lambda: blob.download_as_bytes(timeout=self._timeout))
+            data = await self._call(f"read {name}", lambda t, r: blob.download_as_bytes(timeout=t, retry=r))
         except gexc.NotFound:
             return None
         try:
@@ -175,11 +231,12 @@ class GcsStore:
         try:
             await self._call(
                 f"replace {name}",
-                lambda: blob.upload_from_string(
+                lambda t, r: blob.upload_from_string(
                     json.dumps(body),
                     content_type="application/json",
                     if_generation_match=generation,
-                    timeout=self._timeout,
+                    timeout=t,
+                    retry=r,
                 ),
             )
         except (gexc.PreconditionFailed, gexc.NotFound):
@@ -190,14 +247,186 @@ class GcsStore:
         full = self._path(prefix)
         cut = len(self._path(""))
 
-        def listing() -> list[str]:
-            blobs = self._client.list_blobs(self._bucket, prefix=full, timeout=self._timeout)
+        def listing(timeout: float, retry: Any) -> list[str]:
+            blobs = self._client.list_blobs(self._bucket, prefix=full, timeout=timeout, retry=retry)
             return sorted(b.name[cut:] for b in blobs)
 
-        result: list[str] = await self._call(f"list {prefix}", listing)
-        return result
+        return await self._call(f"list {prefix}", listing)
 
     async def delete(self, name: str) -> None:
         blob = self._bucket.blob(self._path(name))
         with contextlib.suppress(gexc.NotFound):
-            await self._call(f"delete {name}", lambda: blob.delete(timeout=self._timeout))
+            await self._call(f"delete {name}", lambda t, r: blob.delete(timeout=t, retry=r))
+
+
+def _mirrored(name: str) -> bool:
+    """Kept in memory as the shared store has it: facts and pending entries, never claims (a claim
+    this process does not hold must not keep it off a send while the store is away)."""
+    return not name.endswith(".claim")
+
+
+# Listed while away to see whether the store answers again; nothing is kept under it.
+PROBE = "probe/"
+
+
+class FailoverStore:
+    """The shared store, with this process's memory behind it; or memory alone (`shared` None).
+
+    Up: each call goes to the shared store under `time_left(timeout_s)`, and what it answers is kept
+    in memory too. A call that fails or runs out of its time marks the store away. Away: calls are
+    answered from memory at once, and each fact created (not claims: they expire) joins `backlog`.
+    Every `retry_s`, `recover` writes the backlog, oldest first; once all of it is there (or, with
+    none, once a listing answers), calls go to the shared store again. So a fact this process created
+    from memory is in the shared store before this process reads from it again.
+    """
+
+    def __init__(
+        self,
+        shared: ObjectStore | None,
+        metrics: RouterMetrics | None = None,
+        *,
+        timeout_s: float = 1.0,
+        retry_s: float = 2.0,
+    ) -> None:
+        self.shared = shared
+        self.memory = MemoryStore()
+        self.backlog: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.timeout_s = timeout_s
+        self.retry_s = retry_s
+        self.away_since: float | None = None
+        self._metrics = metrics
+        self._gauges()
+
+    @property
+    def up(self) -> bool:
+        return self.away_since is None
+
+    def _gauges(self) -> None:
+        if self._metrics is not None and self.shared is not None:
+            self._metrics.ledger_up.set(1 if self.up else 0)
+            self._metrics.ledger_backlog.set(len(self.backlog))
+
+    async def _ask(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
+        """`call` to the shared store under the time left; raises LedgerUnavailable (the store
+        marked away) when it fails or does not answer in time."""
+        left = time_left(self.timeout_s)
+        try:
+            if left <= 0:
+                raise LedgerUnavailable(f"ledger: {operation}: the delivery's time is spent")
+            try:
+                return await asyncio.wait_for(call(), left)
+            except TimeoutError as e:
+                raise LedgerUnavailable(f"ledger: {operation} did not answer within {left:.2f} s") from e
+        except LedgerUnavailable as e:
+            if self._metrics is not None:
+                self._metrics.ledger_failures.labels(operation).inc()
+            if self.up:
+                log.error("%s; routing from this process's memory until the store answers", e)
+                self.away_since = time.monotonic()
+                self._gauges()
+            raise
+
+    def _here(self) -> None:
+        mark = served.get()
+        if mark is not None:
+            mark.from_memory = True
+
+    async def create(self, name: str, body: dict[str, Any]) -> int | None:
+        if self.shared is None:
+            return await self.memory.create(name, body)
+        if self.up:
+            shared = self.shared
+            with contextlib.suppress(LedgerUnavailable):
+                generation = await self._ask("create", lambda: shared.create(name, body))
+                if _mirrored(name) and (generation is not None or await self.memory.read(name) is None):
+                    self.memory.remember(name, body if generation is not None else {})
+                return generation
+        self._here()
+        generation = await self.memory.create(name, body)
+        if generation is not None and _mirrored(name):
+            self.backlog[name] = body
+            self._gauges()
+        return generation
+
+    async def read(self, name: str) -> Stored | None:
+        if self.shared is not None:
+            if self.up:
+                shared = self.shared
+                with contextlib.suppress(LedgerUnavailable):
+                    found = await self._ask("read", lambda: shared.read(name))
+                    if found is not None and _mirrored(name):
+                        self.memory.remember(name, found.body)
+                    return found
+            self._here()
+        return await self.memory.read(name)
+
+    async def replace(self, name: str, body: dict[str, Any], generation: int) -> int | None:
+        if self.shared is not None:
+            if self.up:
+                shared = self.shared
+                with contextlib.suppress(LedgerUnavailable):
+                    return await self._ask("replace", lambda: shared.replace(name, body, generation))
+            self._here()
+            if await self.memory.read(name) is None:
+                # Only claims are replaced: one this process took (or may take over) in the shared
+                # store, renewed while the store is away, stays this process's.
+                return await self.memory.create(name, body)
+        return await self.memory.replace(name, body, generation)
+
+    async def names(self, prefix: str) -> list[str]:
+        if self.shared is not None:
+            if self.up:
+                shared = self.shared
+                with contextlib.suppress(LedgerUnavailable):
+                    listed = await self._ask("list", lambda: shared.names(prefix))
+                    for name in listed:  # that it is there, if not its body (pending entries are read)
+                        fact = _mirrored(name) and not name.startswith("pending/")
+                        if fact and await self.memory.read(name) is None:
+                            self.memory.remember(name, {})
+                    return listed
+            self._here()
+        return await self.memory.names(prefix)
+
+    async def delete(self, name: str) -> None:
+        await self.memory.delete(name)
+        if self.backlog.pop(name, None) is not None:
+            self._gauges()
+        # Away, nothing is kept to delete later: a delete is cleanup (a claim expires; a pending
+        # entry whose episode is done is dropped by the scan that finds it).
+        if self.shared is not None and self.up:
+            shared = self.shared
+            with contextlib.suppress(LedgerUnavailable):
+                await self._ask("delete", lambda: shared.delete(name))
+
+    async def recover(self) -> bool:
+        """Write the backlog to the shared store, oldest first: True (up again) once all of it is
+        there, or, with none, once a listing answers."""
+        if self.shared is None or self.up:
+            return True
+        shared, written = self.shared, 0
+        try:
+            if not self.backlog:
+                await self._ask("list", lambda: shared.names(PROBE))
+            while self.backlog:
+                name, body = next(iter(self.backlog.items()))
+                # None (it exists: another process's fact, or this one's that landed late) is as good.
+                await self._ask("create", lambda: shared.create(name, body))  # noqa: B023
+                self.backlog.pop(name, None)
+                written += 1
+                self._gauges()
+        except LedgerUnavailable:
+            return False
+        assert self.away_since is not None
+        log.warning(
+            "ledger: the store answers again after %.1f s; %d facts kept in memory written",
+            time.monotonic() - self.away_since,
+            written,
+        )
+        self.away_since = None
+        self._gauges()
+        return True
+
+    async def recover_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.retry_s)
+            await self.recover()

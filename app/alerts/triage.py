@@ -19,6 +19,11 @@ first, its page is the one delivered, once per sink; a sink that fails makes the
 answer 502 so the sender retries (here or at another instance), and the retry delivers only what is
 missing. A fallback page waiting for its classification is listed there too, and whichever process
 runs next takes it over: at start, on each delivery, and every `scan_s`.
+
+Every store call of a delivery answers by the delivery's deadline (its arrival, plus the decision
+budget, plus `ledger_timeout_s`), the classification by the budget: when the store does not answer
+in time, the alert is routed from this process's memory (app/alerts/store.py `FailoverStore`), and
+what it decided reaches the store once it answers again.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
 from app.alerts.records import Alert, Page
 from app.alerts.sinks import Sink, SinkError
-from app.alerts.store import LedgerUnavailable, MemoryStore
+from app.alerts.store import FailoverStore, ObjectStore, Served, deadline, served
 from app.core.errors import EngineUnavailable, ServiceError
 from app.jev.client import JevClient
 
@@ -93,7 +98,9 @@ class Triage:
         max_concurrency: int,
         audit: AuditLog | None = None,
         mode: Mode = "act",
-        ledger: Ledger | None = None,
+        store: ObjectStore | None = None,
+        claim_s: float = 60.0,
+        ledger_timeout_s: float = 1.0,
         scan_s: float = 30.0,
     ) -> None:
         self.policy = policy
@@ -105,10 +112,12 @@ class Triage:
         self.budget_s = budget_s
         self.reclassify_for_s = reclassify_for_s
         self.max_concurrency = max_concurrency
-        self.ledger = ledger or Ledger(MemoryStore())
-        # When the shared store does not answer, alerts are routed from this process's memory:
-        # paged (perhaps once more by another instance) rather than held back.
-        self._local = Ledger(MemoryStore(), claim_s=self.ledger.claim_s, owner=self.ledger.owner)
+        # The shared store (None: this process's memory alone) with memory behind it: when the store
+        # does not answer, alerts are paged from memory (perhaps once more by another instance)
+        # rather than held back.
+        self.store = FailoverStore(store, metrics, timeout_s=ledger_timeout_s)
+        self.ledger = Ledger(self.store, claim_s=claim_s)
+        self.ledger_timeout_s = ledger_timeout_s
         self.scan_s = scan_s
         self.claim_wait_s = min(5.0, self.ledger.claim_s)  # a live claim of another process: wait this long
         self.retry_base_s, self.retry_cap_s = 2.0, 60.0  # between classification attempts
@@ -117,26 +126,47 @@ class Triage:
         self._last_scan = -float("inf")
         self._scanning: asyncio.Task[None] | None = None
         self._scanner: asyncio.Task[None] | None = None
+        self._recovery: asyncio.Task[None] | None = None
         self._cleanup: set[asyncio.Task[None]] = set()  # claims released after their fact
 
     async def start(self) -> None:
-        """Take over the pending classifications other processes left, now and every `scan_s`."""
+        """Take over the pending classifications other processes left, now and every `scan_s`;
+        while the ledger's store is away, try it again every `store.retry_s`."""
         self._scanner = asyncio.create_task(self._scan_forever())
+        if self.store.shared is not None:
+            self._recovery = asyncio.create_task(self.store.recover_forever())
 
     async def aclose(self) -> None:
-        tasks = [t for t in (self._scanner, self._scanning) if t is not None]
+        tasks = [t for t in (self._scanner, self._scanning, self._recovery) if t is not None]
         tasks += self._later.values()
         await asyncio.gather(*self._cleanup, return_exceptions=True)  # let releases land
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.store.backlog:  # a last try within the shutdown's grace
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.store.recover(), 5.0)
+            if self.store.backlog:
+                log.error(
+                    "%d ledger facts kept in memory were never written (the store is away): another "
+                    "instance may page those alerts once more",
+                    len(self.store.backlog),
+                )
 
     async def handle(self, alerts: list[Alert]) -> dict[str, int]:
         """Route one delivery's alerts; the outcome counts. Raises DeliveryFailed (502) when a sink
         failed, after trying every alert, so the sender retries the delivery."""
         self._scan_soon()
         gate = asyncio.Semaphore(self.max_concurrency)
-        results = await asyncio.gather(*(self._one(a, gate) for a in alerts), return_exceptions=True)
+        arrived = time.monotonic()
+        # The store's calls for this delivery answer by its deadline (each alert's task inherits it).
+        token = deadline.set(arrived + self.budget_s + self.ledger_timeout_s)
+        try:
+            results = await asyncio.gather(
+                *(self._one(a, gate, arrived + self.budget_s) for a in alerts), return_exceptions=True
+            )
+        finally:
+            deadline.reset(token)
         counts: dict[str, int] = {}
         failures = []
         for alert, result in zip(alerts, results, strict=True):
@@ -150,18 +180,21 @@ class Triage:
             raise DeliveryFailed("a sink failed; deliver again: " + "; ".join(failures)[:2000])
         return counts
 
-    async def _one(self, alert: Alert, gate: asyncio.Semaphore) -> str:
+    async def _one(self, alert: Alert, gate: asyncio.Semaphore, until: float) -> str:
+        """Route one alert (its own task: `served` is its own), classified by `until`."""
         self.metrics.received.labels(alert.source, alert.status).inc()
+        mark = Served()
+        served.set(mark)
         async with self._locks(alert.key):
-            try:
-                return await self._route(alert, gate, self.ledger)
-            except LedgerUnavailable as e:
-                log.error("%s; routing %s from this process's memory", e, alert.key)
-                self.metrics.ledger_errors.inc()
-                return await self._route(alert, gate, self._local)
+            outcome = await self._route(alert, gate, until)
+        if mark.from_memory:
+            self.metrics.from_memory.labels(outcome).inc()
+            log.warning("%s routed from this process's memory (the ledger's store is away): %s",
+                        alert.key, outcome)  # fmt: skip
+        return outcome
 
-    async def _route(self, alert: Alert, gate: asyncio.Semaphore, ledger: Ledger) -> str:
-        ep = await ledger.episode(alert)
+    async def _route(self, alert: Alert, gate: asyncio.Semaphore, until: float) -> str:
+        ep = await self.ledger.episode(alert)
         if alert.status == "resolved":
             await self._resolve(ep)
             return "resolved"
@@ -175,11 +208,11 @@ class Triage:
             await self._deliver(ep, chosen)
             return "duplicate"
         if self.mode == "shadow":
-            return await self._shadow(ep, gate)
+            return await self._shadow(ep, gate, until)
         rule = self.policy.rule_for(alert)
         if rule is not None and not rule.classify:  # the model is never asked
             return await self._decided(ep, self.policy.decide(alert, None))
-        answered = await self._classify(alert, gate)
+        answered = await self._classify(alert, gate, until)
         if isinstance(answered, Unclassified):
             return await self._fallback(ep, answered.page, retry=answered.retry)
         page = self.policy.decide(alert, answered[0], calibrated=answered[1])
@@ -196,29 +229,32 @@ class Triage:
         return chosen.action if won else "duplicate"
 
     async def _classify(
-        self, alert: Alert, gate: asyncio.Semaphore
+        self, alert: Alert, gate: asyncio.Semaphore, until: float
     ) -> tuple[dict[str, Any], frozenset[str]] | Unclassified:
-        """The answers within the budget, or the fallback page saying why there are none."""
-        async with gate:
-            started = time.perf_counter()
-            try:
-                answered = await asyncio.wait_for(
-                    self.gateway.answers(self.policy.request(alert)), self.budget_s
-                )
-            except (TimeoutError, EngineUnavailable) as e:
-                why = (
-                    f"the decision service did not answer within {self.budget_s:g} s"
-                    if isinstance(e, TimeoutError)
-                    else str(e)
-                )
-                return Unclassified(self.policy.fallback(alert, why), retry=True)
-            except ServiceError as e:  # the router's own configuration: page anyway, and say so loudly
-                log.error("classification refused for %s: %s", alert.key, e)
-                return Unclassified(self.policy.fallback(alert, f"classification refused: {e}"), retry=False)
-            self.metrics.decision_seconds.observe(time.perf_counter() - started)
+        """The answers by `until` (the delivery's arrival plus the budget: the wait for a free slot
+        and the ledger's calls before it count), or the fallback page saying why there are none."""
+
+        async def gated() -> tuple[dict[str, Any], frozenset[str]]:
+            async with gate:
+                return await self.gateway.answers(self.policy.request(alert))
+
+        started = time.perf_counter()
+        try:
+            answered = await asyncio.wait_for(gated(), max(0.0, until - time.monotonic()))
+        except (TimeoutError, EngineUnavailable) as e:
+            why = (
+                f"the decision service did not answer within {self.budget_s:g} s"
+                if isinstance(e, TimeoutError)
+                else str(e)
+            )
+            return Unclassified(self.policy.fallback(alert, why), retry=True)
+        except ServiceError as e:  # the router's own configuration: page anyway, and say so loudly
+            log.error("classification refused for %s: %s", alert.key, e)
+            return Unclassified(self.policy.fallback(alert, f"classification refused: {e}"), retry=False)
+        self.metrics.decision_seconds.observe(time.perf_counter() - started)
         return answered
 
-    async def _shadow(self, ep: Episode, gate: asyncio.Semaphore) -> str:
+    async def _shadow(self, ep: Episode, gate: asyncio.Semaphore, until: float) -> str:
         """Page as sent, then record what the policy would have done (also when the page failed:
         the sender's retry only completes the page)."""
         alert = ep.alert
@@ -232,7 +268,7 @@ class Triage:
                 if rule is not None and not rule.classify:
                     would = self.policy.decide(alert, None)
                 else:
-                    answered = await self._classify(alert, gate)
+                    answered = await self._classify(alert, gate, until)
                     would = (
                         answered.page
                         if isinstance(answered, Unclassified)
@@ -335,7 +371,7 @@ class Triage:
         return None
 
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
+        task = asyncio.create_task(_detached(work))
         self._cleanup.add(task)
         task.add_done_callback(self._cleanup_done)
 
@@ -382,9 +418,6 @@ class Triage:
         """Take over each pending classification nobody is working on."""
         try:
             pending = await self.ledger.pending()
-        except LedgerUnavailable as e:
-            log.warning("%s: pending classifications not scanned", e)
-            return
         except Exception:
             log.exception("pending classifications not scanned")
             return
@@ -394,8 +427,6 @@ class Triage:
             try:
                 async with self._locks(item.alert.key):
                     await self._take_over(item)
-            except LedgerUnavailable as e:
-                log.warning("%s: %s not taken over", e, item.alert.key)
             except Exception:  # one unreadable entry must not stop the others, nor the next scans
                 log.exception("the pending classification of %s was not taken over", item.alert.key)
 
@@ -418,7 +449,7 @@ class Triage:
         claim = await ep.claim(CLASSIFY)
         if claim is None:
             return False
-        self._later[key] = asyncio.create_task(self._classify_later(ep, since, claim))
+        self._later[key] = asyncio.create_task(_detached(self._classify_later(ep, since, claim)))
         return True
 
     async def _classify_later(self, ep: Episode, since: float, claim: Claim) -> None:
@@ -449,12 +480,10 @@ class Triage:
             )
             self.metrics.unclassified.inc()
             await self.ledger.drop_pending(alert)
-        except LedgerUnavailable as e:
-            log.warning("%s: the classification of %s is left for the next scan", e, alert.key)
         finally:
             self._later.pop(alert.key, None)
             if held is not None:
-                with contextlib.suppress(LedgerUnavailable, asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError):
                     await ep.release(held)  # at shutdown too: the next process takes it over at once
 
     async def _try_classify(self, alert: Alert) -> tuple[dict[str, Any], frozenset[str]] | None:
@@ -492,3 +521,11 @@ class Triage:
             except DeliveryFailed as e:
                 log.warning("update of %s failed (attempt %d): %s", alert.key, attempt + 1, e)
                 await asyncio.sleep(min(self.retry_base_s * 2**attempt, self.retry_cap_s))
+
+
+async def _detached(work: Coroutine[Any, Any, None]) -> None:
+    """`work` off any delivery's path: the store's calls under their own timeout, not the delivery's
+    deadline, and not counted as the delivery's."""
+    deadline.set(None)
+    served.set(None)
+    await work

@@ -23,7 +23,7 @@ from app.alerts.policy import Policy
 from app.alerts.records import Alert, Page
 from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import SinkError
-from app.alerts.store import GcsStore, LedgerUnavailable, MemoryStore, ObjectStore
+from app.alerts.store import GcsStore, MemoryStore, ObjectStore
 from app.core.errors import EngineUnavailable
 from app.gateway.decisions.calibration_file import Calibration, Fit
 from app.gateway.main import create_app
@@ -636,23 +636,114 @@ async def test_a_fallback_page_is_classified_by_the_other_router_once_its_instan
     assert len(a.pages("oncall-pager")) == 2
 
 
-class Unreachable(MemoryStore):
-    """Cloud Storage not answering: every call fails as GcsStore reports it."""
+class Stalled(MemoryStore):
+    """A store whose every call hangs (as over a partition or a stalled connection) until
+    `answering` is set, then answers as memory."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answering = asyncio.Event()
+        self.calls = 0
+
+    async def _wait(self) -> None:
+        self.calls += 1
+        await self.answering.wait()
+
+    async def create(self, name: str, body: dict[str, Any]) -> int | None:
+        await self._wait()
+        return await super().create(name, body)
+
+    async def read(self, name: str) -> Any:
+        await self._wait()
+        return await super().read(name)
+
+    async def replace(self, name: str, body: dict[str, Any], generation: int) -> int | None:
+        await self._wait()
+        return await super().replace(name, body, generation)
 
     async def names(self, prefix: str) -> list[str]:
-        raise LedgerUnavailable("ledger gs://x/y: list failed: ConnectionError")
+        await self._wait()
+        return await super().names(prefix)
+
+    async def delete(self, name: str) -> None:
+        await self._wait()
+        await super().delete(name)
 
 
-async def test_without_its_store_the_router_pages_from_memory_rather_than_hold_the_page(
+async def test_a_store_that_does_not_answer_costs_a_page_its_deadline_not_more(
     make_stack: StackFactory,
 ) -> None:
-    s = make_stack(store=Unreachable())
+    """The delivery's deadline: budget 0.5 s plus the store's 0.3 s. Without it the store's first
+    call never returns (the wait_for below fails the test)."""
+    store = Stalled()
+    s = make_stack(store=store, alerts_decision_budget_s=0.5, alerts_ledger_timeout_s=0.3)
     s.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
-    r = await s.fire(("DiskFull", "f1"))
+    started = time.monotonic()
+    r = await asyncio.wait_for(s.fire(("DiskFull", "f1")), 10)
+    took = time.monotonic() - started
     assert r.status_code == 200 and r.json()["outcomes"] == {"page": 1}
-    assert (await s.fire(("DiskFull", "f1"))).json()["outcomes"] == {"duplicate": 1}  # this instance knows
+    assert took < 0.5 + 0.3 + 0.5, took  # the deadline, and slack for a loaded machine
     assert s.delivered() == {"db-pager": 1, "db-chat": 1}
-    assert s.router.metrics.ledger_errors._value.get() == 2
+    # Away now: the next alerts are routed from memory at once, the store not asked.
+    calls = store.calls
+    assert (await s.fire(("DiskFull", "f1"))).json()["outcomes"] == {"duplicate": 1}  # this process knows
+    assert (await s.fire(("DiskFull", "f2"))).json()["outcomes"] == {"page": 1}
+    assert store.calls == calls
+    m = s.router.metrics
+    assert m.ledger_failures.labels("list")._value.get() >= 1  # the delivery's listing (and the scan's)
+    assert (
+        m.from_memory.labels("page")._value.get() == 2 and m.from_memory.labels("duplicate")._value.get() == 1
+    )
+    assert m.ledger_up._value.get() == 0 and m.ledger_backlog._value.get() > 0
+
+
+async def test_what_was_decided_from_memory_reaches_the_store_once_it_answers(
+    make_stack: StackFactory,
+) -> None:
+    """A page sent from memory is written to the store when it answers again: the next router
+    (another instance) finds it and pages nothing; the first one's backlog is empty."""
+    store = Stalled()
+    a = make_stack(store=store, alerts_decision_budget_s=0.5, alerts_ledger_timeout_s=0.3)
+    a.engine.verdicts["DiskFull"] = (0.9, 0.95, "error")
+    await a.fire(("DiskFull", "f1"))
+    await a.fire(("DiskFull", "f2"))
+    assert not await a.router.store.recover()  # still stalled
+    store.answering.set()
+    assert await a.router.store.recover()
+    assert not a.router.store.backlog and a.router.metrics.ledger_up._value.get() == 1
+    b = make_stack(store=store, sinks=a.sinks)
+    for fp in ("f1", "f2"):
+        assert (await b.fire(("DiskFull", fp))).json()["outcomes"] == {"duplicate": 1}
+    assert a.delivered() == {"db-pager": 2, "db-chat": 2}  # each alert once, on each of its sinks
+    listed = await store.names("alerts/")
+    assert sum(n.endswith("/chosen") for n in listed) == 2 and not any(n.endswith(".claim") for n in listed)
+
+
+async def test_a_slow_store_is_given_up_at_the_delivery_deadline(make_stack: StackFactory) -> None:
+    """Each call answers, but 0.25 s late: a new alert's ~6 calls would take 1.5 s; the page goes
+    out by its deadline (0.3 s budget, 0.4 s for the store) all the same, and is known afterwards."""
+
+    class Slow(MemoryStore):
+        async def names(self, prefix: str) -> list[str]:
+            await asyncio.sleep(0.25)
+            return await super().names(prefix)
+
+        async def create(self, name: str, body: dict[str, Any]) -> int | None:
+            await asyncio.sleep(0.25)
+            return await super().create(name, body)
+
+    store = Slow()
+    s = make_stack(store=store, alerts_decision_budget_s=0.3, alerts_ledger_timeout_s=0.4)
+    s.engine.hold = asyncio.Event()  # the service does not answer: a fallback page
+    started = time.monotonic()
+    r = await asyncio.wait_for(s.fire(("DiskFull", "f1")), 10)
+    took = time.monotonic() - started
+    assert r.json()["outcomes"] == {"fallback": 1}
+    assert took < 0.3 + 0.4 + 0.5, took
+    assert len(s.pages("oncall-pager")) == 1
+    assert await s.router.store.recover()  # slow, not away: the backlog is written
+    assert (await s.fire(("DiskFull", "f1"))).json()["outcomes"] == {"duplicate": 1}
+    assert len(s.pages("oncall-pager")) == 1
 
 
 async def test_an_unreadable_pending_entry_does_not_stop_the_others(
