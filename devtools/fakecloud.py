@@ -103,7 +103,8 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
             {"revisionName": r, "percent": p, **({"tag": t} if t else {})}
             for r, p, t in service.get("traffic", [])
         ]
-        spec = {"template": {"spec": {"containers": [{"image": service["image"]}]}}}
+        env = [{"name": "DGEMMA_ALERTS_MODE", "value": service["mode"]}] if service.get("mode") else []
+        spec = {"template": {"spec": {"containers": [{"image": service["image"], "env": env}]}}}
         print(json.dumps({"status": {"traffic": traffic}, "spec": spec}))
     elif cmd.startswith("secrets versions list"):
         if words[3] not in state["secrets"]:
@@ -164,7 +165,11 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
                         f"Error: Revision '{variables['service_name']}-router-00001' is not ready: Secret "
                         f"projects/123456789012/secrets/{secret}/versions/latest was not found"
                     )
-            state["router"] = {"image": variables["router_image"], "policy": variables.get("alerts_policy")}
+            state["router"] = {
+                "image": variables["router_image"],
+                "policy": variables.get("alerts_policy"),
+                "mode": variables.get("alerts_mode"),
+            }
         else:
             state["router"] = None
         if variables["image"]:
@@ -231,10 +236,34 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
     return _fail(f"fakecloud: unexpected terraform command: {args}", 2)
 
 
+def _local(tool: str, args: list[str]) -> bool:
+    """A command that reaches no cloud (deploy/cloud/inputs.py's checks): the real tool runs it."""
+    if tool == "gcloud":
+        return args[:2] == ["meta", "list-files-for-upload"]
+    return (
+        bool(args) and args[0].startswith("-chdir=") and Path(args[0][7:]).name.startswith("dgemma-inputs-")
+    )
+
+
+def _real(tool: str) -> str:
+    """The tool on PATH that is not one of these stand-ins."""
+    import os
+    import shutil
+
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        found = shutil.which(tool, path=entry)
+        if found and "devtools.fakecloud" not in Path(found).read_text(errors="replace")[:500]:
+            return found
+    raise SystemExit(_fail(f"fakecloud: no real {tool} on PATH for a local command", 2))
+
+
 def main(argv: list[str]) -> int:
     import os
 
     tool, args = argv[0], argv[1:]
+    if _local(tool, args):
+        real = _real(tool)
+        os.execv(real, [real, *args])
     path = Path(os.environ[STATE_ENV])
     state = load(path)
     state["calls"].append([tool, *args])

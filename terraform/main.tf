@@ -62,6 +62,7 @@ locals {
       DGEMMA_ALERTS_GATEWAY_API_KEY_FILE = "${local.api_keys_dir}/keys"
       DGEMMA_ALERTS_ID_TOKEN             = "true" # the GPU service is private: an ID token per call
       DGEMMA_ALERTS_DECISION_BUDGET_S    = tostring(var.alerts_decision_budget_s)
+      DGEMMA_ALERTS_MODE                 = var.alerts_mode
       # Shared by every instance and revision: one page per alert episode across them.
       DGEMMA_ALERTS_LEDGER_URL = "gs://${local.alerts_ledger_bucket}/ledger"
       # Never in the cloud: a source without a token answers 401 (the service itself is public).

@@ -377,6 +377,17 @@ variable "alerts_ledger_days" {
   }
 }
 
+variable "alerts_mode" {
+  type        = string
+  description = "How the router acts on its decisions: `shadow` pages every firing alert as it was sent (the fallback route, the sender's severity) and only records what the policy would have done (`dgemma alerts report` reads the record); `act` pages as the policy decides. `dgemma deploy` starts a new router in shadow and keeps a running router's mode unless `--alerts-mode` says otherwise."
+  default     = "shadow"
+
+  validation {
+    condition     = contains(["act", "shadow"], var.alerts_mode)
+    error_message = "alerts_mode must be act or shadow."
+  }
+}
+
 variable "alerts_decision_budget_s" {
   type        = number
   description = "Seconds an alert may wait for its classification before it pages unclassified on the fallback route (updated when the answer comes). At most 9: Alertmanager gives a notification, retries included, max(group_interval, 10 s), so the router answers in time even at the shortest group_interval."

@@ -1,11 +1,11 @@
-"""The release checks a deploy makes before it changes anything: tools, credentials, project,
-region and working tree (preflight); the router's policy; the gateway's calibration file against the
-model the image serves. A failed check is a ConfigError: refused, exit 2."""
+"""The release checks a deploy makes before it changes anything: credentials, project, the
+weights bucket's region and the working tree (preflight); the router's policy; the gateway's
+calibration file against the model the image serves. A failed check is a ConfigError: refused,
+exit 2."""
 
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 from app.core.config import ConfigError
@@ -20,14 +20,8 @@ SERVED_MODEL = re.compile(r"DGEMMA_SERVED_MODEL=(\S+)")
 
 
 def preflight(cfg: DeployConfig, shell: Shell, gcloud: Gcloud) -> tuple[str, str]:
-    """Tools, credentials, project, region and the working tree; (operator account, git SHA)."""
-    for tool in ("gcloud", "terraform", "git"):
-        if shutil.which(tool) is None:
-            raise ConfigError(f"`{tool}` is not on PATH: install it (README, Deploy: prerequisites)")
-    if cfg.region not in L4_REGIONS:
-        raise ConfigError(
-            f"region {cfg.region!r} has no Cloud Run L4 GPUs; choose one of {', '.join(L4_REGIONS)}"
-        )
+    """Credentials, project, the weights bucket's region and the working tree (the inputs and tools:
+    deploy/cloud/inputs.py, before this); (operator account, git SHA)."""
     token = gcloud.access_token()
     if token.code != 0:
         raise ConfigError(

@@ -37,6 +37,8 @@ class DeployConfig:
     id_token: str = "auto"
     alerts_policy: Path | None = None  # the router's policy file; none: the image's default policy
     alerts_sinks: tuple[str, ...] = ()  # names of the sinks' secrets (alerts_sink_secrets)
+    # act or shadow; None: shadow for a new router, the running router's mode otherwise
+    alerts_mode: str | None = None
     calibration: Path | None = None  # the gateway's calibration file; none: raw probabilities
     allow_dirty: bool = False
     dry_run: bool = False

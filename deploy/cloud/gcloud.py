@@ -4,7 +4,7 @@ project and its credentials, buckets, the running services, secrets, images and 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deploy.cloud.config import ROOT, DeployConfig
@@ -18,6 +18,7 @@ class Live:
 
     serving: str  # the revision with 100 % of the traffic
     image: str
+    env: dict[str, str] = field(default_factory=dict)  # the container's plain values
 
 
 def access_latest(cfg: DeployConfig, secret: str) -> list[str]:
@@ -144,7 +145,9 @@ class Gcloud:
         traffic = data.get("status", {}).get("traffic", [])
         serving = next((t.get("revisionName", "") for t in traffic if t.get("percent") == 100), "")
         spec = data.get("spec", {}).get("template", {}).get("spec", {})
-        return Live(serving=serving, image=spec.get("containers", [{}])[0].get("image", ""))
+        container = spec.get("containers", [{}])[0]
+        env = {e["name"]: e["value"] for e in container.get("env", []) if "name" in e and "value" in e}
+        return Live(serving=serving, image=container.get("image", ""), env=env)
 
     # -- secrets -----------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 import secrets
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from deploy.cloud.checks import check_alerts_policy, check_calibration, prefligh
 from deploy.cloud.config import SENDERS, DeployConfig
 from deploy.cloud.gcloud import Gcloud, Live, add_version_argv
 from deploy.cloud.id_tokens import id_tokens
+from deploy.cloud.inputs import check_deploy, check_project
 from deploy.cloud.service import router_ready, smoke, wait_ready
 from deploy.cloud.shell import Shell
 from deploy.cloud.terraform import ROUTER_SECRETS, Terraform, revision_suffix, tfvars
@@ -172,6 +173,16 @@ def _preflight(r: Rollout) -> None:
     r.account, r.sha = preflight(r.cfg, r.shell, r.gcloud)
     check_alerts_policy(r.cfg)
     check_calibration(r.cfg)
+    if r.cfg.alerts_mode is None:
+        # A new router starts in shadow: it pages every alert as sent while its decisions are only
+        # recorded, until someone has read them (`dgemma alerts report`) and switches it to act. A
+        # running router keeps its mode (one deployed before modes existed acts).
+        router = r.gcloud.describe_service(r.cfg.router)
+        if r.cfg.dry_run:
+            mode = "<shadow for a new router, else the mode it runs>"
+        else:
+            mode = "shadow" if router is None else router.env.get("DGEMMA_ALERTS_MODE", "act")
+        r.cfg = replace(r.cfg, alerts_mode=mode)
     account = r.account
     operator = f"serviceAccount:{account}" if account.endswith("gserviceaccount.com") else f"user:{account}"
     # The operator may call the service (the gate does); a dry run does not know who runs it.
@@ -304,7 +315,9 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
     the traffic where it was."""
     from loadtest.gate import GateProfile
 
-    cfg.directory.mkdir(parents=True, exist_ok=True)
+    check_deploy(cfg)
+    if not cfg.dry_run:
+        cfg.directory.mkdir(parents=True, exist_ok=True)
     profile = GateProfile.load(cfg.profile).overridden(
         list(cfg.targets), cfg.latency_seconds, cfg.throughput_seconds
     )
@@ -323,8 +336,10 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
 
 def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int:
     """Tear everything down; the weights bucket (and the checkpoint) only with `delete_weights`."""
+    check_project(cfg, "destroy", "gcloud", "terraform")
     shell = Shell(console, cfg.directory, dry_run=cfg.dry_run)
-    cfg.directory.mkdir(parents=True, exist_ok=True)
+    if not cfg.dry_run:
+        cfg.directory.mkdir(parents=True, exist_ok=True)
     tf, gcloud = Terraform(cfg, shell), Gcloud(cfg, shell)
     tf.init(tfvars(cfg, "baked"))
     live = gcloud.describe_service()
@@ -355,8 +370,10 @@ def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int
 def add_key(cfg: DeployConfig, console: Console, secret: str) -> str:
     """A new API key, added to the secret's keys as a new version (the old keys stay valid until
     removed); instances read the version at start, so new instances take it."""
+    check_project(cfg, "keys", "gcloud")
     gcloud = Gcloud(cfg, Shell(console, cfg.directory, dry_run=cfg.dry_run))
     keys = gcloud.read_keys(secret)
-    key = secrets.token_urlsafe(32)
+    # A dry run shows where the key goes, never a key that looks like one.
+    key = "<a new key>" if cfg.dry_run else secrets.token_urlsafe(32)
     gcloud.add_version(secret, "\n".join([*keys, key]) + "\n")
     return key

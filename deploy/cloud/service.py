@@ -80,6 +80,15 @@ def router_ready(cfg: DeployConfig, shell: Shell, outputs: dict[str, Any], revis
         ready,
         None,
     )
+    if cfg.alerts_mode != "act":
+        shell.console.print(
+            f"the alert router runs in {cfg.alerts_mode} mode: it pages every alert as its sender sent it "
+            f"and records what it would have done (`dgemma alerts report`); to act on its decisions: "
+            f"dgemma deploy --project {cfg.project} --region {cfg.region} --service {cfg.service} "
+            "--alerts-mode act",
+            markup=False,
+            soft_wrap=True,
+        )
     webhooks = outputs["alert_webhooks"]
     for source in SENDERS:
         append = " (append the token)" if source == "cloud-monitoring" else ""

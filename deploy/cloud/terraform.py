@@ -65,6 +65,7 @@ def tfvars(
         "router_image": router_image,
         "alerts_policy": cfg.alerts_policy.read_text() if cfg.alerts_policy else "",
         "alerts_sink_secrets": list(cfg.alerts_sinks),
+        "alerts_mode": cfg.alerts_mode or "shadow",
         "calibration": cfg.calibration.read_text() if cfg.calibration else "",
         "revision_suffix": revision_suffix,
         "serving_revision": serving,

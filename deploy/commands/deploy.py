@@ -78,6 +78,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alerts = parser.add_argument_group("alert router")
     alerts.add_argument("--alerts-policy", type=Path, help="its routing policy (TOML); default: the image's")
     alerts.add_argument(
+        "--alerts-mode",
+        choices=["act", "shadow"],
+        help="act on the policy's decisions, or shadow them (page as sent, record what it would do); "
+        "default: shadow for a new router (a trial before it pages people by its decisions), the "
+        "running router's mode otherwise",
+    )
+    alerts.add_argument(
         "--alerts-sink",
         action="append",
         dest="alerts_sinks",

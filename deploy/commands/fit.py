@@ -34,14 +34,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="all",
         help="the instance-memory side: how the checkpoint reaches the instance (default: all three)",
     )
-    parser.add_argument("--memory-gib", type=float, help="instance memory (default: Cloud Run's most, 32)")
+    parser.add_argument(
+        "--memory-gib", type=_positive, help="instance memory (default: Cloud Run's most, 32)"
+    )
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from app.core.config import load
+    from app.core.config import ConfigError, load
     from deploy.cloud.host_budget import (
         INSTANCE_MEMORY_GIB,
         check_host_fits,
@@ -62,6 +71,12 @@ def run(args: argparse.Namespace) -> int:
         engine_replicas=args.replicas,
         engine_mode="gpu",  # the fit sizes the GPU engine, whatever the local stack runs
     )
+    if args.checkpoint is not None:
+        config = args.checkpoint / "config.json" if args.checkpoint.is_dir() else args.checkpoint
+        if not config.is_file():
+            raise ConfigError(
+                f"{args.checkpoint}: no config.json there (a checkpoint's folder or its config.json)"
+            )
     b = fit(
         settings,
         args.checkpoint,

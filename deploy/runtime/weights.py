@@ -347,6 +347,8 @@ def verify(directory: Path, *, full: bool = False) -> list[str]:
         return [f"{path} is missing"]
     raw = path.read_bytes()
     manifest = Manifest.from_json(raw.decode(), str(path))
+    if not manifest.files:
+        return [f"{path} lists no files"]
     files = [directory / e.name for e in manifest.files]
     sized = all(
         f.is_file() and f.stat().st_size == e.size for f, e in zip(files, manifest.files, strict=True)

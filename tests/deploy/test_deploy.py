@@ -51,7 +51,7 @@ def rollouts(
 ) -> Rollouts:
     cloud = Cloud(tmp_path_factory.mktemp("rollouts"), service, gcs_url, checkpoint, router)
     done = Rollouts(cloud, [], [], [])
-    for env in ({}, {"DGEMMA_ENGINE_CANVAS": "48"}, {"DGEMMA_ENGINE_CANVAS": "48"}):
+    for env in ({}, {"DGEMMA_ENGINE_CANVAS": "40"}, {"DGEMMA_ENGINE_CANVAS": "40"}):
         done.marks.append(len(cloud.state["calls"]) if done.runs else 0)
         done.applies.append(cloud.state["applies"] if done.runs else 0)
         run = cloud.deploy(**env)
@@ -115,7 +115,7 @@ def test_a_changed_setting_is_a_gated_candidate_then_the_traffic(rollouts: Rollo
     candidate, promoted = cloud.state["applied"][2:4]
     first_revision = f"dgemma-{revision['revision_suffix']}"
     new_revision = f"dgemma-{candidate['revision_suffix']}"
-    assert candidate["engine_canvas"] == 48 and new_revision != first_revision
+    assert candidate["engine_canvas"] == 40 and new_revision != first_revision
     assert (candidate["serving_revision"], candidate["candidate_revision"]) == (first_revision, new_revision)
     assert (promoted["serving_revision"], promoted["candidate_revision"]) == (new_revision, "")
     assert cloud.traffic() == [[new_revision, 100, ""]]
@@ -137,7 +137,7 @@ def test_nothing_changed_is_a_no_op(rollouts: Rollouts) -> None:
 def test_a_failed_gate_keeps_the_traffic_and_exits_non_zero(cloud: Cloud) -> None:
     assert cloud.deploy().returncode == 0
     serving = cloud.traffic()[0][0]
-    failed = cloud.deploy("--target", "latency_p95_ms=0.001", DGEMMA_ENGINE_CANVAS="48")
+    failed = cloud.deploy("--target", "latency_p95_ms=0.001", DGEMMA_ENGINE_CANVAS="40")
     assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
     assert "the gate failed" in failed.stdout and "summary.md" in failed.stdout
     candidate = cloud.state["applied"][-1]
@@ -149,7 +149,7 @@ def test_a_failed_apply_stops_before_any_traffic_change(cloud: Cloud) -> None:
     assert cloud.deploy().returncode == 0
     serving, gates = cloud.traffic(), set(cloud.work.glob("gate-*"))
     cloud.set(fail_apply_at=cloud.state["applies"] + 1)
-    failed = cloud.deploy(DGEMMA_ENGINE_CANVAS="48")
+    failed = cloud.deploy(DGEMMA_ENGINE_CANVAS="40")
     assert failed.returncode == 1
     assert "deploy failed" in failed.stderr and "quota exceeded" in failed.stderr
     assert cloud.traffic() == serving
@@ -164,7 +164,7 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
     steps = [
         "terraform -chdir",
         "init -input=false",  # the command, not the step's heading above it
-        "gcloud run services describe",
+        "gcloud run services describe dgemma --",  # the GPU service (the router's is preflight's)
         "terraform apply: the infrastructure",
         "gcloud builds submit",
         "terraform apply: the new revision, at 0 % under the tag candidate",
@@ -227,7 +227,8 @@ def test_the_private_service_is_called_with_an_id_token_and_the_api_key(
 
 def test_preflight_says_what_is_wrong(cloud: Cloud) -> None:
     refused = cloud.deploy(region="us-west1")
-    assert refused.returncode == 2 and "has no Cloud Run L4 GPUs" in refused.stderr
+    assert refused.returncode == 2
+    assert "region must be a Cloud Run region with NVIDIA L4 GPUs" in refused.stderr
     cloud.set(buckets={WEIGHTS_BUCKET: "US-EAST4"})
     elsewhere = cloud.deploy()
     assert elsewhere.returncode == 2 and "is in US-EAST4, not europe-west4" in " ".join(
@@ -259,7 +260,7 @@ def test_a_deployment_from_before_the_router_gets_its_secrets_first(cloud: Cloud
     # As the project looked before the router: no router, none of its secrets.
     cloud.set(secrets={"dgemma-api-keys": cloud.versions("dgemma-api-keys")}, router=None)
     mark = len(cloud.state["calls"])
-    done = cloud.deploy(DGEMMA_ENGINE_CANVAS="48")
+    done = cloud.deploy(DGEMMA_ENGINE_CANVAS="40")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     # A targeted apply makes the secrets, then the tokens, then the revision (router included).
     calls = cloud.state["calls"][mark:]
@@ -274,7 +275,11 @@ def test_a_deployment_from_before_the_router_gets_its_secrets_first(cloud: Cloud
 def test_destroy_lifts_both_services_protection(cloud: Cloud) -> None:
     assert cloud.deploy().returncode == 0
     router_image = cloud.state["router"]["image"]
-    assert cloud.dgemma("destroy").returncode == 0
+    calls = len(cloud.state["calls"])
+    refused = cloud.dgemma("destroy")  # no terminal to confirm on
+    assert refused.returncode == 2 and "confirm with --yes" in refused.stderr
+    assert len(cloud.state["calls"]) == calls  # nothing asked of the cloud
+    assert cloud.dgemma("destroy", "--yes").returncode == 0
     lifted = cloud.state["applied"][-1]
     assert lifted["deletion_protection"] is False
     assert lifted["router_image"] == router_image and "@sha256:" in lifted["image"]
@@ -323,3 +328,16 @@ def test_the_alert_flags_reach_the_deploy(cloud: Cloud) -> None:
     assert done.returncode == 2, done.stderr
     assert "sink 'slack' reads /secrets/sinks/slack/value" in " ".join(done.stderr.split())
     assert not cloud.state.get("builds") and not cloud.state.get("applied"), "refused before any change"
+
+
+def test_a_new_router_starts_in_shadow_and_keeps_the_mode_it_runs(cloud: Cloud) -> None:
+    first = cloud.deploy()
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert cloud.state["router"]["mode"] == "shadow"
+    assert "--alerts-mode act" in " ".join(first.stdout.split())  # the one command that switches it
+    switched = cloud.deploy("--alerts-mode", "act")
+    assert switched.returncode == 0, switched.stderr[-2000:]
+    assert cloud.state["router"]["mode"] == "act"
+    later = cloud.deploy(DGEMMA_ENGINE_CANVAS="40")  # any later deploy, no flag: the mode it runs
+    assert later.returncode == 0, later.stderr[-2000:]
+    assert cloud.state["applied"][-1]["alerts_mode"] == "act" and cloud.state["router"]["mode"] == "act"

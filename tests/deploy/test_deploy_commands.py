@@ -43,10 +43,10 @@ def test_the_real_gcloud_tells_a_wrong_flag_from_a_valid_command(tmp_path: Path)
 def test_every_emitted_gcloud_command_parses(cloud: Cloud, tmp_path: Path) -> None:
     first = cloud.deploy()
     assert first.returncode == 0
-    assert cloud.deploy(DGEMMA_ENGINE_CANVAS="48").returncode == 0  # the candidate path
+    assert cloud.deploy(DGEMMA_ENGINE_CANVAS="40").returncode == 0  # the candidate path
     keys = cloud.dgemma("keys", "add")
     assert keys.returncode == 0 and len(keys.stdout.strip()) > 30, keys.stderr[-2000:]
-    destroy = cloud.dgemma("destroy", "--delete-weights")
+    destroy = cloud.dgemma("destroy", "--delete-weights", "--yes")
     assert destroy.returncode == 0, destroy.stderr[-2000:]
     emitted = [call[1:] for call in cloud.state["calls"] if call[0] == "gcloud"]
     shapes: dict[str, list[str]] = {}

@@ -102,8 +102,7 @@ def _unmatched(printed: list[list[str]], issued: list[list[str]]) -> list[list[s
 
 
 @pytest.fixture
-def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DeployConfig:
-    monkeypatch.setattr("deploy.cloud.checks.shutil.which", lambda tool: f"/usr/bin/{tool}")
+def cfg(tmp_path: Path) -> DeployConfig:
     return DeployConfig("my-gpu-project", "europe-west4", workdir=tmp_path / "work")
 
 

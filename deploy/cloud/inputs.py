@@ -1,0 +1,192 @@
+"""Every input of `dgemma deploy`, `destroy` and `keys`, checked on this machine before any cloud
+call, in a dry run too: the tools the command needs, the Terraform module's own variable
+validations (terraform/variables.tf, evaluated by Terraform itself in a scratch root holding only
+that file: no provider, state or credentials), what the module does not see (the gate's flags, the
+candidate's GPU), the checkpoint (layout, quantization, fit) and what Cloud Build would upload. A
+failure is one line: ConfigError, exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from app.core.config import ConfigError
+from deploy.cloud.config import ROOT, DeployConfig
+
+VARIABLES_TF = ROOT / "terraform" / "variables.tf"
+# The flag (or setting) behind each module variable the deploy sets, for the errors.
+FLAGS = {
+    "project_id": "--project",
+    "region": "--region",
+    "service_name": "--service",
+    "max_instance_count": "--max-instances",
+    "l4_gpu_quota": "--l4-quota",
+    "cold_start_budget_s": "--cold-start-budget",
+    "invokers": "--invoker",
+    "weights_prefix": "--weights-prefix",
+    "weights_mode": "--weights-mode",
+    "alerts_policy": "--alerts-policy",
+    "alerts_sink_secrets": "--alerts-sink",
+    "alerts_mode": "--alerts-mode",
+    "calibration": "--calibration",
+    "engine_max_num_seqs": "DGEMMA_ENGINE_MAX_NUM_SEQS",
+    "engine_canvas": "DGEMMA_ENGINE_CANVAS",
+    "engine_prompt_tokens": "DGEMMA_ENGINE_PROMPT_TOKENS",
+}
+# The images are built later: a digest of the right shape stands in for them here.
+PLACEHOLDER_IMAGE = "europe-west4-docker.pkg.dev/project/repository/image@sha256:" + "0" * 64
+# What the build may upload: the images' sources are ~6 MB (.gcloudignore is an allow-list).
+MAX_UPLOAD_BYTES = 50 * 2**20
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+
+
+def require_tools(command: str, *tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        names = ", ".join(f"`{t}`" for t in missing)
+        raise ConfigError(
+            f"`dgemma {command}` needs {names} on PATH: install it (docs/deploy.md, Prerequisites)"
+        )
+
+
+def variable_problems(variables: dict[str, Any]) -> list[str]:
+    """terraform/variables.tf's validations of these values, by Terraform, offline: what fails, one
+    line each, led by the flag that sets it."""
+    with tempfile.TemporaryDirectory(prefix="dgemma-inputs-") as scratch:
+        root = Path(scratch)
+        shutil.copy(VARIABLES_TF, root / "variables.tf")
+        (root / "values.tfvars.json").write_text(json.dumps(variables))
+        (root / "cli.tfrc").write_text("")
+        env = {
+            **os.environ,
+            "TF_IN_AUTOMATION": "1",
+            "TF_INPUT": "0",
+            "TF_CLI_CONFIG_FILE": str(root / "cli.tfrc"),
+        }
+
+        def terraform(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["terraform", f"-chdir={root}", *args], env=env, capture_output=True, text=True, timeout=120
+            )
+
+        init = terraform("init", "-backend=false", "-no-color")
+        if init.returncode != 0:
+            raise ConfigError(f"terraform could not check the inputs: {init.stderr.strip()[-500:]}")
+        plan = terraform("plan", "-refresh=false", "-no-color", "-json", "-var-file=values.tfvars.json")
+    problems = []
+    for line in plan.stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        diagnostic = event.get("diagnostic") if event.get("type") == "diagnostic" else None
+        if not diagnostic or diagnostic.get("severity") != "error":
+            continue
+        detail = str(diagnostic.get("detail", "")).split("\n\nThis was checked", 1)[0]
+        names = [
+            v["traversal"].removeprefix("var.")
+            for v in (diagnostic.get("snippet") or {}).get("values", [])
+            if str(v.get("traversal", "")).startswith("var.")
+        ]
+        flags = ", ".join(FLAGS.get(n, n) for n in names) or diagnostic.get("summary", "")
+        given = f" {json.dumps(variables[names[0]])}" if len(names) == 1 and names[0] in variables else ""
+        problems.append(f"{flags}{given}: {' '.join(detail.split()).rstrip('.')}")
+    if not problems and plan.returncode != 0:
+        raise ConfigError(f"terraform could not check the inputs: {plan.stderr.strip()[-500:]}")
+    return sorted(problems)
+
+
+def check_checkpoint(path: Path, cfg: DeployConfig) -> None:
+    """A DiffusionGemma W4A16 checkpoint that fits the L4 (what Cloud Build would bake or upload)."""
+    from deploy.runtime.gpu_budget import FitError, check_fits, fit, load_config, quantization_of
+
+    where = f"--checkpoint {path}"
+    if not path.is_dir():
+        missing = "not found" if not path.exists() else "not a directory"
+        raise ConfigError(f"{where}: {missing} (a W4A16 checkpoint's folder)")
+    try:
+        config = load_config(path)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{where}: no readable config.json ({type(e).__name__})") from e
+    if "DiffusionGemmaForBlockDiffusion" not in (config.get("architectures") or []):
+        raise ConfigError(
+            f"{where}: config.json is not DiffusionGemma's (architectures {config.get('architectures')})"
+        )
+    if quantization_of(config)[0] != "w4a16":
+        raise ConfigError(
+            f"{where}: not quantized (bf16, ~52 GB, does not fit an L4): make the W4A16 checkpoint first "
+            "(`dgemma quantize`, docs/deploy.md)"
+        )
+    if not any(path.glob("*.safetensors")):
+        raise ConfigError(f"{where}: no *.safetensors weights")
+    try:
+        check_fits(fit(cfg.engine, path))
+    except (FitError, KeyError, TypeError) as e:
+        raise ConfigError(f"{where}: {e}") from e
+
+
+def check_upload(root: Path = ROOT) -> None:
+    """What `gcloud builds submit` would upload from the checkout, as gcloud itself reads
+    .gcloudignore: refused over MAX_UPLOAD_BYTES, or with model weights in it."""
+    done = subprocess.run(
+        ["gcloud", "meta", "list-files-for-upload", str(root)], capture_output=True, text=True, timeout=120
+    )
+    if done.returncode != 0:
+        raise ConfigError(f"gcloud could not list the build's files: {done.stderr.strip()[-500:]}")
+    files = [root / line for line in done.stdout.splitlines() if line.strip()]
+    sizes = {f: f.stat().st_size for f in files if f.is_file()}
+    weights = [f for f in sizes if f.suffix in WEIGHT_SUFFIXES and sizes[f] > 2**20]
+    total = sum(sizes.values())
+    if weights or total > MAX_UPLOAD_BYTES:
+        biggest = sorted(sizes, key=sizes.__getitem__, reverse=True)[:3]
+        listed = ", ".join(
+            f"{f.relative_to(root)} ({sizes[f] / 2**20:.0f} MiB)" for f in weights[:3] or biggest
+        )
+        raise ConfigError(
+            f"the image build would upload {total / 2**20:.0f} MiB from {root} ({listed}): keep checkpoints "
+            "outside the checkout (or in a folder .gcloudignore leaves out)"
+        )
+
+
+def check_deploy(cfg: DeployConfig) -> None:
+    """Everything `dgemma deploy` is given, before it touches the project: every problem, in one
+    line."""
+    from deploy.cloud.terraform import tfvars
+
+    require_tools("deploy", "gcloud", "terraform", "git")
+    for flag, path in (("--alerts-policy", cfg.alerts_policy), ("--calibration", cfg.calibration)):
+        if path is not None and not path.is_file():
+            raise ConfigError(f"{flag} {path}: not a readable file")
+    placeholders = {"image": PLACEHOLDER_IMAGE, "router_image": PLACEHOLDER_IMAGE}
+    problems = variable_problems(tfvars(cfg, "baked", invokers=cfg.invokers, **placeholders))
+    if cfg.max_instances + 1 > cfg.l4_quota:
+        problems.append(
+            f"--max-instances {cfg.max_instances} with --l4-quota {cfg.l4_quota}: the gate's candidate needs "
+            f"an L4 beside those the serving revision may hold, so at most {cfg.l4_quota - 1}"
+        )
+    if not 0 < cfg.warmup_seconds <= 3600:
+        problems.append(f"--warmup-seconds {cfg.warmup_seconds:g}: expected more than 0, at most 3600")
+    gate = (("--latency-seconds", cfg.latency_seconds), ("--throughput-seconds", cfg.throughput_seconds))
+    problems += [f"{flag} {s}: expected at least 1" for flag, s in gate if s is not None and s < 1]
+    if cfg.checkpoint is not None:
+        try:
+            check_checkpoint(cfg.checkpoint, cfg)
+        except ConfigError as e:
+            problems.append(str(e))
+    if problems:
+        raise ConfigError("; ".join(problems))
+    check_upload()
+
+
+def check_project(cfg: DeployConfig, command: str, *tools: str) -> None:
+    """`destroy` and `keys`: their tools and the names that address the project's resources."""
+    require_tools(command, *tools)
+    names = {"project_id": cfg.project, "region": cfg.region, "service_name": cfg.service}
+    problems = variable_problems({**names, "image": PLACEHOLDER_IMAGE})
+    if problems:
+        raise ConfigError("; ".join(problems))
