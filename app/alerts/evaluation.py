@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from app.alerts.settings import AlertRouterSettings
+    from app.core.identity import IdTokens
 
 # On 429/503 and dropped connections: the gateway sheds load, an eval waits its turn.
 RETRY = Retry(attempts=6)
@@ -836,13 +837,13 @@ def run(
     target: float | None = None,
     seed: int = 0,
     concurrency: int = 4,
+    id_tokens: IdTokens | None = None,
 ) -> int:
-    """`dgemma alerts eval`: read, check, classify (a progress bar on stderr), score, print, write."""
+    """`dgemma alerts eval`: read, check, classify (a progress bar on stderr), score, print, write;
+    `id_tokens` mints the gateway's ID tokens (a private service)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from app.core.identity import IdTokens
 
     if target is not None and not 0 < target <= 1:
         raise ConfigError(f"--suggest must be a page recall in (0, 1], got {target}")
@@ -863,7 +864,7 @@ def run(
         gateway = JevClient(
             settings.alerts_gateway_url,
             api_key=settings.gateway_key(),
-            id_tokens=IdTokens() if settings.alerts_id_token else None,
+            id_tokens=id_tokens,
             timeout_s=300.0,
             retry=RETRY,
         )

@@ -9,6 +9,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from app.alerts.settings import AlertRouterSettings
+    from app.core.identity import IdTokens
+
+# How replay and eval reach a private gateway (deploy/cloud/id_tokens.py): `auto` mints with
+# google-auth, else with gcloud (a laptop's user credentials); unset: DGEMMA_ALERTS_ID_TOKEN, as the
+# router itself (the metadata server on Cloud Run).
+ID_TOKEN_MODES = ("off", "auto", "gcloud")
+ID_TOKEN_HELP = (
+    "how to call a private (Cloud Run) gateway: off, auto (google-auth, else `gcloud auth "
+    "print-identity-token`) or gcloud; default: DGEMMA_ALERTS_ID_TOKEN"
+)
 
 NAME = "alerts"
 HELP = (
@@ -38,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     replay.add_argument("file", type=Path, help='one delivery per line: {"source": ..., "payload": ...}')
     replay.add_argument("--gateway", help="decision service URL (default: DGEMMA_ALERTS_GATEWAY_URL)")
     replay.add_argument("--policy", type=Path, help="policy file (default: DGEMMA_ALERTS_POLICY_FILE)")
+    replay.add_argument("--id-token", choices=ID_TOKEN_MODES, help=ID_TOKEN_HELP)
     replay.set_defaults(logs_json=False)  # a person's command: refusals in red on stderr
     evaluate = actions.add_parser(
         "eval",
@@ -48,6 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     evaluate.add_argument("--gateway", help="decision service URL (default: DGEMMA_ALERTS_GATEWAY_URL)")
     evaluate.add_argument("--policy", type=Path, help="policy file (default: DGEMMA_ALERTS_POLICY_FILE)")
+    evaluate.add_argument("--id-token", choices=ID_TOKEN_MODES, help=ID_TOKEN_HELP)
     evaluate.add_argument(
         "--without-severity",
         action="store_true",
@@ -99,17 +111,33 @@ def run(args: argparse.Namespace) -> int:
             load(AlertRouterSettings, alerts_host=args.host, alerts_port=args.port), args.drain_seconds
         )
     settings = load(AlertRouterSettings, alerts_gateway_url=args.gateway, alerts_policy_file=args.policy)
+    tokens = _id_tokens(settings, args.id_token)
     if args.action == "eval":
-        return _eval(settings, args)
-    return _replay(settings, args.file)
+        return _eval(settings, args, tokens)
+    return _replay(settings, args.file, tokens)
 
 
-def _eval(settings: AlertRouterSettings, args: argparse.Namespace) -> int:
+def _id_tokens(settings: AlertRouterSettings, mode: str | None) -> IdTokens | None:
+    """What mints the gateway's ID tokens for `--id-token` (None: none are sent)."""
+    from app.core.identity import IdTokens
+
+    if mode is None:
+        return IdTokens() if settings.alerts_id_token else None
+    if mode == "off":
+        return None
+    from deploy.cloud.id_tokens import id_tokens
+
+    tokens = id_tokens(mode)
+    assert isinstance(tokens, IdTokens)  # auto and gcloud mint; only off does not
+    return tokens
+
+
+def _eval(settings: AlertRouterSettings, args: argparse.Namespace, tokens: IdTokens | None) -> int:
     from app.alerts.evaluation import run as evaluate
 
     return evaluate(
         settings, args.file, out=args.out, strip_severity=args.without_severity, target=args.suggest,
-        seed=args.seed, concurrency=args.concurrency,
+        seed=args.seed, concurrency=args.concurrency, id_tokens=tokens,
     )  # fmt: skip
 
 
@@ -158,7 +186,7 @@ def _serve(settings: AlertRouterSettings, drain_s: int) -> int:
     return 0
 
 
-def _replay(settings: AlertRouterSettings, file: Path) -> int:
+def _replay(settings: AlertRouterSettings, file: Path, tokens: IdTokens | None) -> int:
     import asyncio
 
     from rich.console import Console
@@ -166,18 +194,13 @@ def _replay(settings: AlertRouterSettings, file: Path) -> int:
 
     from app.alerts.policy import Policy
     from app.alerts.replay import Row, read_deliveries, replay
-    from app.core.identity import IdTokens
     from app.jev.client import JevClient
 
     policy = Policy.load(settings.alerts_policy_file)
     alerts = read_deliveries(file)
 
     async def classify() -> list[Row]:
-        gateway = JevClient(
-            settings.alerts_gateway_url,
-            api_key=settings.gateway_key(),
-            id_tokens=IdTokens() if settings.alerts_id_token else None,
-        )
+        gateway = JevClient(settings.alerts_gateway_url, api_key=settings.gateway_key(), id_tokens=tokens)
         try:
             return await replay(alerts, policy, gateway)
         finally:
