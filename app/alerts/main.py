@@ -29,14 +29,6 @@ def _reveal(secret: SecretStr | None) -> str | None:
     return secret.get_secret_value() if secret is not None else None
 
 
-def _pair(secret: SecretStr | None) -> tuple[str, str] | None:
-    """`user:password` as the pair basic auth compares."""
-    if secret is None:
-        return None
-    user, _, password = secret.get_secret_value().partition(":")
-    return user, password
-
-
 def sender_auth(settings: AlertRouterSettings) -> dict[Source, SenderAuth]:
     """Each source's credentials (refused at start when a source has none, unless left open)."""
     s, open_ = settings, settings.alerts_allow_open_senders
@@ -44,15 +36,15 @@ def sender_auth(settings: AlertRouterSettings) -> dict[Source, SenderAuth]:
         "alertmanager": SenderAuth.from_secrets(
             "alertmanager",
             _reveal(s.alerts_alertmanager_token),
-            _pair(s.alerts_alertmanager_basic),
+            _reveal(s.alerts_alertmanager_basic),
             allow_open=open_,
         ),
         "grafana": SenderAuth.from_secrets(
-            "grafana", _reveal(s.alerts_grafana_token), _pair(s.alerts_grafana_basic), allow_open=open_
+            "grafana", _reveal(s.alerts_grafana_token), _reveal(s.alerts_grafana_basic), allow_open=open_
         ),
         "cloud-monitoring": SenderAuth.from_secrets(
             "cloud-monitoring",
-            basic=_pair(s.alerts_cloud_monitoring_basic),
+            basic=_reveal(s.alerts_cloud_monitoring_basic),
             query_token=_reveal(s.alerts_cloud_monitoring_token),
             allow_open=open_,
         ),

@@ -89,20 +89,27 @@ class SenderAuth:
         cls,
         source: Source,
         bearer: str | None = None,
-        basic: tuple[str, str] | None = None,
+        basic: str | None = None,
         query_token: str | None = None,
         *,
         scheme: str = "Bearer",
         query_param: str = QUERY_PARAM,
         allow_open: bool = False,
     ) -> SenderAuth:
-        """One of each kind at most, as plain strings (the caller unwraps its SecretStr); None or
-        empty means not configured. `bearer` is sent as `Authorization: <scheme> <bearer>`."""
+        """Each kind as the plain text of its setting (the caller unwraps its SecretStr): one value
+        per line, each accepted, so that a rotation adds the new value before the old one goes
+        (no 401 window); `basic` lines are `user:password`. None or blank: not configured. A bearer
+        token is sent as `Authorization: <scheme> <token>`."""
+
+        def lines(text: str | None) -> tuple[str, ...]:
+            return tuple(line.strip() for line in (text or "").splitlines() if line.strip())
+
+        pairs = tuple((user, password) for user, _, password in (v.partition(":") for v in lines(basic)))
         return cls(
             source,
-            tokens=(bearer.strip(),) if bearer and bearer.strip() else (),
-            basic=(basic,) if basic is not None else (),
-            query_tokens=(query_token.strip(),) if query_token and query_token.strip() else (),
+            tokens=lines(bearer),
+            basic=pairs,
+            query_tokens=lines(query_token),
             scheme=scheme,
             query_param=query_param,
             allow_open=allow_open,

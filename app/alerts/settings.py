@@ -75,7 +75,9 @@ class AlertRouterSettings(KitSettings):
     """Alerts of one group classified at once (one decision each)."""
 
     alerts_alertmanager_token: SecretStr | None = None
-    """Bearer token Alertmanager sends (`http_config.authorization.credentials`)."""
+    """Bearer token Alertmanager sends (`http_config.authorization.credentials`). This and the five
+    settings below take one value per line, each accepted: to rotate, add the new line, move the
+    sender to it, then remove the old one (docs/alert-routing.md)."""
     alerts_alertmanager_basic: SecretStr | None = None
     """`user:password` Alertmanager sends (`http_config.basic_auth`), instead of or beside the token."""
     alerts_grafana_token: SecretStr | None = None

@@ -75,7 +75,7 @@ def test_starlette_headers_and_two_authorization_headers() -> None:
 
 @pytest.mark.parametrize("source", ["alertmanager", "grafana", "cloud-monitoring"])
 def test_basic_auth(source: Source) -> None:
-    auth = SenderAuth.from_secrets(source, basic=("router", "pa:ss wörd"))
+    auth = SenderAuth.from_secrets(source, basic="router:pa:ss wörd")
     assert accepts(auth, {"Authorization": basic("router", "pa:ss wörd")})
     assert not accepts(auth, {"Authorization": basic("router", "pa:ss wör")})  # a prefix of the password
     assert not accepts(auth, {"Authorization": basic("route", "pa:ss wörd")})
@@ -109,14 +109,14 @@ def test_query_parameter_name_is_configurable() -> None:
 
 
 def test_cloud_monitoring_token_or_basic() -> None:
-    auth = SenderAuth.from_secrets("cloud-monitoring", basic=("u", "p"), query_token=TOKEN)
+    auth = SenderAuth.from_secrets("cloud-monitoring", basic="u:p", query_token=TOKEN)
     assert accepts(auth, query={"auth_token": TOKEN})
     assert accepts(auth, {"Authorization": basic("u", "p")})
     assert not accepts(auth, {"Authorization": basic("u", TOKEN)}, {"auth_token": "p"})  # crossed over
 
 
 def test_either_configured_kind_is_accepted() -> None:
-    auth = SenderAuth.from_secrets("alertmanager", bearer=TOKEN, basic=("u", "p"))
+    auth = SenderAuth.from_secrets("alertmanager", bearer=TOKEN, basic="u:p")
     assert accepts(auth, {"Authorization": f"Bearer {TOKEN}"})
     assert accepts(auth, {"Authorization": basic("u", "p")})
     assert not accepts(auth, {"Authorization": "Bearer p"})
@@ -158,9 +158,9 @@ def test_allow_open_does_not_open_a_source_with_credentials() -> None:
         ("alertmanager", {"query_token": TOKEN}, "alertmanager webhooks cannot send query credentials"),
         ("grafana", {"query_token": TOKEN}, "grafana webhooks cannot send query credentials"),
         ("cloud-monitoring", {"bearer": TOKEN}, "cloud-monitoring webhooks cannot send header credentials"),
-        ("grafana", {"basic": ("", "p")}, "basic auth needs a username"),
-        ("grafana", {"basic": ("u", "")}, "basic auth needs a username"),
-        ("grafana", {"basic": ("u:x", "p")}, "basic auth needs a username"),
+        ("grafana", {"basic": ":p"}, "basic auth needs a username"),
+        ("grafana", {"basic": "u:"}, "basic auth needs a username"),
+        ("grafana", {"basic": "u"}, "basic auth needs a username"),
         ("grafana", {"bearer": TOKEN, "scheme": "Basic"}, "scheme must be one word other than Basic"),
         ("grafana", {"bearer": TOKEN, "scheme": "Two words"}, "scheme must be one word"),
     ],
@@ -173,7 +173,7 @@ def test_credentials_a_sender_cannot_send_are_config_errors(
 
 
 def test_secrets_are_not_kept_in_clear() -> None:
-    auth = SenderAuth.from_secrets("grafana", bearer=TOKEN, basic=("router", "hunter22"))
+    auth = SenderAuth.from_secrets("grafana", bearer=TOKEN, basic="router:hunter22")
     held = repr(vars(auth))
     assert TOKEN not in held
     assert "hunter22" not in held
@@ -185,3 +185,18 @@ def test_refusal_is_a_401() -> None:
         auth.check({}, {})
     assert caught.value.status == 401
     assert service_error_response(caught.value).headers["WWW-Authenticate"] == "Bearer"
+
+
+def test_a_rotation_accepts_the_old_and_the_new_value_at_once() -> None:
+    """A secret version holding two lines (as Secret Manager hands it, a trailing newline too):
+    both tokens pass while the senders move over, any other does not; the same for basic auth."""
+    auth = SenderAuth.from_secrets("alertmanager", bearer=f"{TOKEN}\nnew-{TOKEN}\n", basic="u:old\nu:new\n")
+    for good in (TOKEN, f"new-{TOKEN}"):
+        assert accepts(auth, {"Authorization": f"Bearer {good}"})
+    assert accepts(auth, {"Authorization": basic("u", "old")}) and accepts(
+        auth, {"Authorization": basic("u", "new")}
+    )
+    assert not accepts(auth, {"Authorization": f"Bearer {TOKEN}\nnew-{TOKEN}"})
+    assert not accepts(auth, {"Authorization": basic("u", "old\nu:new")})
+    after = SenderAuth.from_secrets("alertmanager", bearer=f"new-{TOKEN}")
+    assert not accepts(after, {"Authorization": f"Bearer {TOKEN}"})
