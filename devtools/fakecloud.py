@@ -5,7 +5,10 @@ this module. They answer the commands the deploy emits from a JSON state file (t
 buckets, secrets and their versions, images, the GPU service and its traffic, the alert router),
 change it as the real tools would, and append every call to `state["calls"]`. A `terraform apply`
 creates the module's secrets (named as terraform/main.tf names them) and, like Cloud Run, refuses a
-router revision whose secrets have no version. Scenario switches in the state: `fail_apply_at` (the
+router revision whose secrets have no version. Like Terraform, it creates the weights bucket only
+where none exists and otherwise answers 409, unless the generated root imports that bucket (an
+`import` block in the generated root, read at each command); `state rm` forgets it, `destroy` deletes what the
+state holds. Scenario switches in the state: `fail_apply_at` (the
 Nth `terraform apply` fails), `service_url`/`candidate_url`/`router_url` (where the services answer:
 real servers on loopback). Only the orchestration is tested this way; the commands' syntax is
 checked against the real gcloud CLI, and the module against the provider schema, elsewhere.
@@ -135,11 +138,36 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
     return 0
 
 
+WEIGHTS = "module.dgemma.google_storage_bucket.weights"
+
+
+def _weights_bucket(v: dict[str, Any], state: dict[str, Any]) -> str | None:
+    """Create, import or refuse the weights bucket as Terraform would; an error message, or None."""
+    bucket = f"{v['project_id']}-{v['service_name']}-weights"
+    managed: list[str] = state.setdefault("managed", [])
+    imported = state.get("imports", {}).get(WEIGHTS)
+    if WEIGHTS in managed:
+        return None
+    if imported is not None:
+        if imported != f"{v['project_id']}/{bucket}" or bucket not in state["buckets"]:
+            return f"Error: Cannot import non-existent remote object (import of {WEIGHTS} as {imported})"
+    elif bucket in state["buckets"]:
+        return (
+            "Error: googleapi: Error 409: Your previous request to create the named bucket succeeded "
+            "and you already own it., conflict"
+        )
+    state["buckets"].setdefault(bucket, v["region"].upper())
+    managed.append(WEIGHTS)
+    return None
+
+
 def terraform(args: list[str], state: dict[str, Any]) -> int:
     chdir = next((a.split("=", 1)[1] for a in args if a.startswith("-chdir=")), ".")
     words = [a for a in args if not a.startswith("-")]
+    if words[:1] in (["init"], ["apply"], ["destroy"]):  # each reads the configuration as it is now
+        root = json.loads((Path(chdir) / "main.tf.json").read_text())  # the generated root must parse
+        state["imports"] = {block["to"]: block["id"] for block in root.get("import", [])}
     if words[:1] == ["init"]:
-        json.loads((Path(chdir) / "main.tf.json").read_text())  # the generated root must parse
         return 0
     if words[:1] == ["apply"]:
         state["applies"] += 1
@@ -157,6 +185,9 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
             state["secrets"][f"{variables['service_name']}-alerts-policy"].append(variables["alerts_policy"])
         if targets:
             return 0
+        refused = _weights_bucket(variables, state)
+        if refused:
+            return _fail(refused)
         if variables.get("router_image"):
             # Cloud Run reads a revision's secrets when it deploys it: each needs a version.
             for secret in _module_secrets(variables):
@@ -231,7 +262,14 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
             )
         )
         return 0
-    if words[:1] in (["state"], ["destroy"]):
+    if words[:3] == ["state", "rm", WEIGHTS]:
+        state["managed"] = [m for m in state.get("managed", []) if m != WEIGHTS]
+        return 0
+    if words[:1] == ["destroy"]:
+        v = state.get("last_vars") or {}
+        if WEIGHTS in state.get("managed", []):
+            state["buckets"].pop(f"{v['project_id']}-{v['service_name']}-weights", None)
+        state.update(managed=[], service=None, router=None, secrets={}, images={})
         return 0
     return _fail(f"fakecloud: unexpected terraform command: {args}", 2)
 

@@ -31,7 +31,7 @@ from deploy.cloud.id_tokens import id_tokens
 from deploy.cloud.inputs import check_deploy, check_project
 from deploy.cloud.service import router_ready, smoke, wait_ready
 from deploy.cloud.shell import Shell
-from deploy.cloud.terraform import ROUTER_SECRETS, Terraform, revision_suffix, tfvars
+from deploy.cloud.terraform import ROUTER_SECRETS, WEIGHTS_BUCKET, Terraform, revision_suffix, tfvars
 from deploy.cloud.weights import choose_mode, ensure_weights
 from deploy.errors import DeployError
 from deploy.runtime.weights import Manifest
@@ -192,7 +192,19 @@ def _preflight(r: Rollout) -> None:
 
 def _init(r: Rollout) -> None:
     r.gcloud.ensure_state_bucket()
-    r.tf.init(tfvars(r.cfg, "baked"))
+    r.tf.init(tfvars(r.cfg, "baked"), kept_weights(r.cfg, r.shell, r.gcloud))
+
+
+def kept_weights(cfg: DeployConfig, shell: Shell, gcloud: Gcloud) -> dict[str, str]:
+    """The weights bucket to import, when it exists: kept by `dgemma destroy` (forgotten by the state)
+    or made by hand before the first deploy; without the import the apply would try to create it
+    again and get a 409. One the state already holds is left as it is."""
+    bucket = cfg.weights_bucket
+    found = gcloud.describe_bucket(bucket, "name", reads="whether the weights bucket exists")
+    if found.code != 0:
+        return {}
+    shell.note(f"if gs://{bucket} exists (kept by a destroy, or made by hand): Terraform imports it")
+    return {WEIGHTS_BUCKET: f"{cfg.project}/{bucket}"}
 
 
 def _weights(r: Rollout) -> None:
@@ -341,7 +353,7 @@ def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int
     if not cfg.dry_run:
         cfg.directory.mkdir(parents=True, exist_ok=True)
     tf, gcloud = Terraform(cfg, shell), Gcloud(cfg, shell)
-    tf.init(tfvars(cfg, "baked"))
+    tf.init(tfvars(cfg, "baked"), kept_weights(cfg, shell, gcloud))
     live = gcloud.describe_service()
     router = gcloud.describe_service(cfg.router)
     image = live.image if live and "@sha256:" in live.image else ""
@@ -353,7 +365,8 @@ def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int
         gcloud.remove_weights()
     else:
         shell.note(f"keep gs://{cfg.weights_bucket}: forget it in the state so that destroy leaves it")
-        tf.run("state", "rm", "module.dgemma.google_storage_bucket.weights", check=False)
+        tf.run("state", "rm", WEIGHTS_BUCKET, check=False)
+    tf.write_root(variables)  # no import block in a destroy: it must not take a kept bucket back
     tf.run(
         "destroy",
         "-input=false",

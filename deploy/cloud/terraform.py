@@ -30,10 +30,18 @@ OUTPUTS = (
 )
 # The router's secrets, for a targeted apply (the generated root calls the module `dgemma`).
 ROUTER_SECRETS = "module.dgemma.google_secret_manager_secret.alerts"
+# The weights bucket: `dgemma destroy` forgets it so that it stays, and a later deploy imports it back
+# (as it imports one made by hand); its import ID is `PROJECT/NAME` (the provider's documented form).
+WEIGHTS_BUCKET = "module.dgemma.google_storage_bucket.weights"
 
 
-def root_module(cfg: DeployConfig, variables: dict[str, Any]) -> dict[str, Any]:
-    """The generated root module: state in the project's bucket, the kit's module, its outputs."""
+def root_module(
+    cfg: DeployConfig, variables: dict[str, Any], imports: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The generated root module: state in the project's bucket, the kit's module, its outputs, and an
+    `import` block for each existing object the state may not hold yet (`imports`: address -> ID;
+    Terraform skips one whose address the state already holds)."""
+    blocks = {"import": [{"to": to, "id": id_} for to, id_ in imports.items()]} if imports else {}
     return {
         "terraform": {
             "backend": {"gcs": {"bucket": cfg.state_bucket, "prefix": f"dgemma/{cfg.service}"}},
@@ -41,6 +49,7 @@ def root_module(cfg: DeployConfig, variables: dict[str, Any]) -> dict[str, Any]:
         "variable": {name: {} for name in variables},
         "module": {"dgemma": {"source": str(TERRAFORM_DIR), **{n: f"${{var.{n}}}" for n in variables}}},
         "output": {name: {"value": f"${{module.dgemma.{name}}}"} for name in OUTPUTS},
+        **blocks,
     }
 
 
@@ -105,10 +114,12 @@ class Terraform:
     def run(self, *args: str, reads: str = "", check: bool = True) -> Result:
         return self.shell.run([*self.env, "terraform", f"-chdir={self.dir}", *args], reads=reads, check=check)
 
-    def init(self, variables: dict[str, Any]) -> None:
-        self.shell.write(
-            self.dir / "main.tf.json", json.dumps(root_module(self.cfg, variables), indent=2) + "\n"
-        )
+    def write_root(self, variables: dict[str, Any], imports: dict[str, str] | None = None) -> None:
+        root = root_module(self.cfg, variables, imports)
+        self.shell.write(self.dir / "main.tf.json", json.dumps(root, indent=2) + "\n")
+
+    def init(self, variables: dict[str, Any], imports: dict[str, str] | None = None) -> None:
+        self.write_root(variables, imports)
         self.run("init", "-input=false", "-no-color", "-upgrade")
 
     def apply(self, variables: dict[str, Any], why: str, *, targets: tuple[str, ...] = ()) -> None:

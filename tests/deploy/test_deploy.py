@@ -25,6 +25,7 @@ from deploy.cloud.rollout import ensure_router_secrets
 from deploy.cloud.shell import Shell
 from deploy.cloud.terraform import ROUTER_SECRETS, Terraform, tfvars
 from deploy.runtime.weights import client_from_env
+from devtools.fakecloud import WEIGHTS
 from devtools.metadata import claims_of, fake_metadata
 from devtools.stack import ROOT
 from tests.helpers.deploy import FAST_GATE, PROJECT, REGION, WEIGHTS_BUCKET, Cloud
@@ -341,3 +342,30 @@ def test_a_new_router_starts_in_shadow_and_keeps_the_mode_it_runs(cloud: Cloud) 
     later = cloud.deploy(DGEMMA_ENGINE_CANVAS="40")  # any later deploy, no flag: the mode it runs
     assert later.returncode == 0, later.stderr[-2000:]
     assert cloud.state["applied"][-1]["alerts_mode"] == "act" and cloud.state["router"]["mode"] == "act"
+
+
+def test_destroy_keeps_the_weights_and_a_deploy_after_it_imports_them(cloud: Cloud) -> None:
+    """The fixture's bucket is one made by hand (it exists before the first deploy): the deploy
+    imports it rather than create it (the stand-in, like Terraform, answers a create of an existing
+    bucket with 409). Destroy forgets it and leaves it; the next deploy imports it again and finds
+    the checkpoint already there."""
+    first = cloud.deploy()
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    assert cloud.state["imports"] == {WEIGHTS: f"{PROJECT}/{WEIGHTS_BUCKET}"}
+    destroyed = cloud.dgemma("destroy", "--yes")
+    assert destroyed.returncode == 0, destroyed.stderr[-2000:]
+    assert f"the weights stay in gs://{WEIGHTS_BUCKET}" in destroyed.stdout
+    assert WEIGHTS_BUCKET in cloud.state["buckets"] and cloud.state["service"] is None
+    assert cloud.state["imports"] == {}, "the destroy ran without the import block"
+    again = cloud.deploy()
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "409" not in again.stderr and cloud.traffic()[0][1] == 100
+    assert "uploading" not in again.stdout.lower(), "the kept checkpoint is not sent again"
+    assert cloud.state["router"] is not None and len(cloud.versions("dgemma-api-keys")) == 1
+
+
+def test_a_missing_weights_bucket_is_created_not_imported(cloud: Cloud) -> None:
+    cloud.set(buckets={})
+    done = cloud.deploy()
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert cloud.state["imports"] == {} and WEIGHTS_BUCKET in cloud.state["buckets"]

@@ -4,6 +4,7 @@ checkov are in test_schema.py and test_checkov.py."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -602,3 +603,34 @@ def test_the_example_uses_the_module_as_declared() -> None:
     sample = (TERRAFORM / "examples/gpu/terraform.example.tfvars").read_text()
     declared = {k for block in example["variable"] for k in block}
     assert {m.group(1) for m in re.finditer(r"^(\w+)\s*=", sample, re.M)} <= declared
+
+
+def test_the_kept_weights_bucket_is_imported_into_a_resource_of_the_module(tmp_path: Path) -> None:
+    """The generated root's import block (after a destroy, or for a bucket made by hand) names a
+    resource the module declares, and the real `terraform validate` accepts the block as the deploy
+    writes it, in JSON (a stand-in module of the same address shape: the provider cannot be had
+    here), and refuses an address the module lacks (so the check can fail)."""
+    from deploy.cloud.terraform import WEIGHTS_BUCKET, root_module
+
+    _, kind, name = WEIGHTS_BUCKET.split(".", 1)[1].split(".")
+    buckets = {k for block in hcl(TERRAFORM / "storage.tf")["resource"] for k in block.get(kind, {})}
+    assert name in buckets
+    cfg = DeployConfig(BASE["project_id"], BASE["region"], workdir=tmp_path)
+    root = root_module(cfg, {}, {WEIGHTS_BUCKET: f"{cfg.project}/{cfg.weights_bucket}"})
+    assert root["import"] == [{"to": WEIGHTS_BUCKET, "id": f"my-gpu-project/{cfg.weights_bucket}"}]
+
+    def validate(to: str) -> subprocess.CompletedProcess[str]:
+        (tmp_path / "m").mkdir(exist_ok=True)
+        (tmp_path / "m" / "main.tf").write_text(f'resource "terraform_data" "{name}" {{}}\n')
+        imports = [{**block, "to": to} for block in root["import"]]
+        stand_in = {"module": {"dgemma": {"source": "./m"}}, "import": imports}
+        (tmp_path / "main.tf.json").write_text(json.dumps(stand_in))
+        env = {**os.environ, **TERRAFORM_ENV}
+        run = ["terraform", f"-chdir={tmp_path}"]
+        subprocess.run([*run, "init", "-backend=false"], env=env, check=True, capture_output=True)
+        return subprocess.run([*run, "validate", "-no-color"], env=env, capture_output=True, text=True)
+
+    same_shape = WEIGHTS_BUCKET.replace(kind, "terraform_data")
+    assert validate(same_shape).returncode == 0
+    refused = validate(same_shape.replace(name, "nowhere"))
+    assert refused.returncode != 0 and "import target does not exist" in refused.stderr
