@@ -164,8 +164,9 @@ def _weights_bucket(v: dict[str, Any], state: dict[str, Any]) -> str | None:
 def terraform(args: list[str], state: dict[str, Any]) -> int:
     chdir = next((a.split("=", 1)[1] for a in args if a.startswith("-chdir=")), ".")
     words = [a for a in args if not a.startswith("-")]
-    if words[:1] in (["init"], ["apply"], ["destroy"]):  # each reads the configuration as it is now
-        root = json.loads((Path(chdir) / "main.tf.json").read_text())  # the generated root must parse
+    config = Path(chdir) / "main.tf.json"
+    if words[:1] == ["init"] or (words[:1] in (["apply"], ["destroy"]) and config.exists()):
+        root = json.loads(config.read_text())  # the generated root must parse; each command reads it
         state["imports"] = {block["to"]: block["id"] for block in root.get("import", [])}
     if words[:1] == ["init"]:
         return 0
