@@ -98,6 +98,15 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
         state["buckets"][words[3].removeprefix("gs://")] = (_flag(args, "location") or "").upper()
     elif cmd.startswith(("storage buckets update", "storage rm")):
         pass
+    elif cmd.startswith("storage cat"):
+        if words[2] not in state.setdefault("objects", {}):
+            return _fail(f"ERROR: (gcloud.storage.cat) The following URLs matched no objects:\n{words[2]}")
+        print(state["objects"][words[2]], end="")
+    elif cmd.startswith("storage cp") and args[2] == "-":
+        state.setdefault("objects", {})[words[2]] = sys.stdin.read()
+    elif cmd.startswith("run revisions list"):
+        for revision in reversed((state["service"] or {}).get("revisions", [])):
+            print(revision)
     elif cmd.startswith("run services describe"):
         service = state["router"] if words[3].endswith("-router") else state["service"]
         if service is None:
@@ -112,8 +121,17 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
     elif cmd.startswith("secrets versions list"):
         if words[3] not in state["secrets"]:
             return _secret_missing("secrets.versions.list", words[3])
-        versions = state["secrets"][words[3]]
-        print(f"projects/123456789012/secrets/{words[3]}/versions/{len(versions)}" if versions else "")
+        disabled = state.setdefault("disabled", {}).get(words[3], [])
+        numbers = list(range(len(state["secrets"][words[3]]), 0, -1))  # newest first, as gcloud
+        if _flag(args, "filter") == "state:enabled":
+            numbers = [n for n in numbers if n not in disabled]
+        names = [f"projects/123456789012/secrets/{words[3]}/versions/{n}" for n in numbers]
+        print("\n".join(names[: int(_flag(args, "limit") or len(names))]))
+    elif cmd.startswith("secrets versions disable"):
+        secret, number = _flag(args, "secret") or "", int(words[3])
+        if not 0 < number <= len(state["secrets"].get(secret, [])):
+            return _fail(f"ERROR: (gcloud.secrets.versions.disable) NOT_FOUND: version {number} of {secret}")
+        state.setdefault("disabled", {}).setdefault(secret, []).append(number)
     elif cmd.startswith("secrets versions add"):
         if words[3] not in state["secrets"]:
             return _secret_missing("secrets.versions.add", words[3])
@@ -122,6 +140,10 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
         secret = _flag(args, "secret") or ""
         if not state["secrets"].get(secret):
             return _secret_missing("secrets.versions.access", secret)
+        if len(state["secrets"][secret]) in state.get("disabled", {}).get(secret, []):
+            return _fail(
+                f"ERROR: (gcloud.secrets.versions.access) FAILED_PRECONDITION: {secret} latest is DISABLED"
+            )
         print(state["secrets"][secret][-1], end="")
     elif cmd.startswith("artifacts docker images"):
         tag = words[4]
@@ -139,6 +161,8 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
 
 
 WEIGHTS = "module.dgemma.google_storage_bucket.weights"
+GPU = "module.dgemma.google_cloud_run_v2_service.gpu"
+INVOKERS = "module.dgemma.google_cloud_run_v2_service_iam_member.invokers"
 
 
 def _weights_bucket(v: dict[str, Any], state: dict[str, Any]) -> str | None:
@@ -184,12 +208,17 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
             state["secrets"].setdefault(secret, [])
         if variables.get("alerts_policy"):  # the one version Terraform writes
             state["secrets"][f"{variables['service_name']}-alerts-policy"].append(variables["alerts_policy"])
-        if targets:
+        gpu = any(t == GPU for t in targets)
+        if targets and not gpu:
             return 0
-        refused = _weights_bucket(variables, state)
-        if refused:
-            return _fail(refused)
-        if variables.get("router_image"):
+        if not targets:
+            refused = _weights_bucket(variables, state)
+            if refused:
+                return _fail(refused)
+        if targets:  # the GPU service and the named invokers alone: the router stays as it is
+            named = (t[len(INVOKERS) + 2 : -2] for t in targets if t.startswith(INVOKERS))
+            state["invokers"] = sorted({*state.get("invokers", []), *named})
+        elif variables.get("router_image"):
             # Cloud Run reads a revision's secrets when it deploys it: each needs a version.
             for secret in _module_secrets(variables):
                 if not state["secrets"][secret]:
@@ -204,6 +233,8 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
             }
         else:
             state["router"] = None
+        if not targets:
+            state["invokers"] = sorted(variables.get("invokers", [])) if variables["image"] else []
         if variables["image"]:
             name = variables["service_name"]
             revision = (
@@ -213,7 +244,10 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
             traffic = [[serving, 100, ""]]
             if variables["candidate_revision"]:
                 traffic.append([variables["candidate_revision"], 0, "candidate"])
+            known = (state["service"] or {}).get("revisions", [])
+            revisions = [*known, *([revision] if revision not in known else [])]
             state["service"] = {"image": variables["image"], "traffic": traffic, "latest": revision}
+            state["service"]["revisions"] = revisions
             state["last_vars"] = variables
         else:
             state["last_vars"] = {
@@ -221,6 +255,12 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
                 **variables,
                 "image": state.get("last_vars", {}).get("image", ""),
             }
+        return 0
+    if words[:1] == ["plan"]:  # what would change: each variable that differs from the last apply's
+        var_file = next(a.split("=", 1)[1] for a in args if a.startswith("-var-file="))
+        variables, last = json.loads(Path(var_file).read_text()), state.get("last_vars") or {}
+        changed = {k: v for k, v in variables.items() if last.get(k) != v}
+        print(f"Plan (fakecloud): {len(changed)} variables change: {json.dumps(changed, sort_keys=True)}")
         return 0
     if words[:1] == ["output"]:
         v = state.get("last_vars") or {}

@@ -74,14 +74,18 @@ locals {
 }
 
 resource "google_project_service" "apis" {
-  for_each = toset([
+  for_each = toset(concat([
     "run.googleapis.com",
     "artifactregistry.googleapis.com",
     "cloudbuild.googleapis.com",
     "storage.googleapis.com",
     "secretmanager.googleapis.com",
     "iam.googleapis.com",
-  ])
+    ], var.billing_account == "" ? [] : [
+    # The budget (budget.tf) and the project number it is scoped by.
+    "billingbudgets.googleapis.com",
+    "cloudresourcemanager.googleapis.com",
+  ]))
 
   project = var.project_id
   service = each.value

@@ -35,6 +35,13 @@ variable "labels" {
   type        = map(string)
   description = "Labels added to every resource that takes labels."
   default     = {}
+
+  validation {
+    condition = alltrue([
+      for k, v in var.labels : can(regex("^[a-z][a-z0-9_-]{0,62}$", k)) && can(regex("^[a-z0-9_-]{0,63}$", v))
+    ])
+    error_message = "labels must be keys of 1-63 lowercase letters, digits, _ or -, starting with a letter, with values of at most 63 of the same characters."
+  }
 }
 
 // the revision and its traffic (set by `dgemma deploy` per phase)
@@ -396,5 +403,34 @@ variable "alerts_decision_budget_s" {
   validation {
     condition     = var.alerts_decision_budget_s > 0 && var.alerts_decision_budget_s <= 9
     error_message = "alerts_decision_budget_s must be more than 0 and at most 9 (Alertmanager may give a notification as little as 10 s)."
+  }
+}
+
+// cost guard
+
+variable "billing_account" {
+  type        = string
+  description = "ID of the billing account that pays for the project (XXXXXX-XXXXXX-XXXXXX). Set: a monthly budget of budget_amount on this project (budget.tf), which mails the account's billing administrators at 50 %, 90 % and 100 % of the month's spend and when the forecast reaches 100 %; it alerts, it never stops a service. Creating it takes a billing role on the account (Billing Account Costs Manager or Administrator) and credentials with a quota project. Empty: no budget."
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6})?$", var.billing_account))
+    error_message = "billing_account must be a billing account ID such as 012345-6789AB-CDEF01 (uppercase), or empty."
+  }
+}
+
+variable "budget_amount" {
+  type        = number
+  description = "The project's budget per calendar month, in whole units of the billing account's currency (billing_account). 0: no budget."
+  default     = 0
+
+  validation {
+    condition     = var.budget_amount >= 0 && floor(var.budget_amount) == var.budget_amount
+    error_message = "budget_amount must be a whole amount, 0 or more."
+  }
+
+  validation {
+    condition     = (var.billing_account == "") == (var.budget_amount == 0)
+    error_message = "budget_amount and billing_account go together: a budget needs both, no budget neither."
   }
 }

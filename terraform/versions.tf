@@ -5,7 +5,9 @@ terraform {
   required_providers {
     google = {
       source = "hashicorp/google"
-      # The offline schema check runs against provider 8.7.0 (tests/terraform).
+      # The offline schema check runs against provider 8.7.0 (tests/terraform); a major version may
+      # break the module. `dgemma deploy` takes the newest in range once, at a workdir's first init,
+      # and its .terraform.lock.hcl keeps that one between deploys (deploy/cloud/terraform.py).
       version = ">= 8.7, < 9"
     }
   }

@@ -46,7 +46,8 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            yield
+            async with keys.reloading(settings.api_keys_reload_s):
+                yield
         finally:
             await engine.aclose()
 

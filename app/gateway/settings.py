@@ -71,7 +71,12 @@ class GatewaySettings(KitSettings, ReadPolicy):
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     """Accepted API keys, comma-separated."""
     api_keys_file: Path | None = None
-    """File with one accepted API key per line (for a Secret Manager volume mount); read once at start."""
+    """File with one accepted API key per line (for a Secret Manager volume mount, which serves the
+    secret's latest version on each read); read at start and every `DGEMMA_API_KEYS_RELOAD_S`."""
+    api_keys_reload_s: float = Field(60.0, ge=0)
+    """Seconds between reads of the keys file, so that an added or revoked key reaches running
+    instances (0: read once at start). A file that cannot be read or holds no key keeps the keys in
+    force, with a warning in the log."""
     allow_any_key: bool = False
     """With no keys configured, accept any bearer token (Jev clients always send one). Off, the
     gateway refuses to start without keys; on, it logs a warning at start. `dgemma dev` turns it on."""

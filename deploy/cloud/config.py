@@ -40,8 +40,18 @@ class DeployConfig:
     # act or shadow; None: shadow for a new router, the running router's mode otherwise
     alerts_mode: str | None = None
     calibration: Path | None = None  # the gateway's calibration file; none: raw probabilities
+    labels: tuple[str, ...] = ()  # KEY=VALUE, on every resource that takes labels
+    cpu: str = "8"  # vCPUs of a GPU instance
+    memory: str = "32Gi"  # memory of a GPU instance (its disk too: the weights-mode budget reads it)
+    zonal_redundancy: bool = False  # the GPU's zonal redundancy: its own price and quota
+    log_level: str = "INFO"
+    router_min_instances: int = 1  # 0: no always-on router (~$50 a month less), a cold start per idle
+    billing_account: str = ""  # with `budget`: a monthly budget alert on the project
+    budget: int = 0  # a month's budget, in the billing account's currency
+    base_image: str = ""  # the vLLM base (tag or digest); empty: the Dockerfile's VLLM_IMAGE
     allow_dirty: bool = False
     dry_run: bool = False
+    plan: bool = False  # Terraform's plan of the deploy's final apply, then exit
     workdir: Path | None = None
     engine: EngineSettings = field(default_factory=EngineSettings)
 
@@ -50,6 +60,10 @@ class DeployConfig:
         return (
             self.workdir or ROOT / ".build" / "deploy" / f"{self.project}-{self.region}-{self.service}"
         ).resolve()
+
+    @property
+    def memory_gib(self) -> float:
+        return float(self.memory.removesuffix("Gi"))  # checked first: 16Gi to 32Gi (terraform/variables.tf)
 
     @property
     def state_bucket(self) -> str:

@@ -3,6 +3,7 @@ project and its credentials, buckets, the running services, secrets, images and 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,7 +121,37 @@ class Gcloud:
             check=False,
         )
 
+    def read_object(self, url: str, *, reads: str) -> str | None:
+        """A small object's text; None when it does not exist (a dry run reads the placeholder)."""
+        done = self.shell.run(
+            ["gcloud", "storage", "cat", url, f"--project={self.cfg.project}"], reads=reads, check=False
+        )
+        if done.code == 0:
+            return done.stdout
+        if "matched no objects" in done.stderr or "not found" in done.stderr.lower():
+            return None
+        raise DeployError(f"`gcloud storage cat {url}` failed: {done.stderr.strip()[-500:]}")
+
+    def write_object(self, url: str, text: str) -> None:
+        """A small object written from stdin (never through a file beside the state)."""
+        self.shell.run(["gcloud", "storage", "cp", "-", url, f"--project={self.cfg.project}"], stdin=text)
+
     # -- services ----------------------------------------------------------------------------------
+
+    def revisions(self) -> list[str]:
+        """The GPU service's revisions, newest first."""
+        argv = [
+            "gcloud",
+            "run",
+            "revisions",
+            "list",
+            f"--service={self.cfg.service}",
+            f"--project={self.cfg.project}",
+            f"--region={self.cfg.region}",
+            "--sort-by=~metadata.creationTimestamp",
+            "--format=value(metadata.name)",
+        ]
+        return self.shell.run(argv, reads="the service's revisions").stdout.split()
 
     def describe_service(self, name: str = "") -> Live | None:
         """The running service (the GPU one unless `name` says), or None when there is none yet."""
@@ -159,6 +190,29 @@ class Gcloud:
         """The keys in the secret's latest version, one per line (none when it has no version)."""
         done = self.shell.run(access_latest(self.cfg, secret), reads="the API keys", check=False)
         return [line.strip() for line in done.stdout.splitlines() if line.strip()] if done.code == 0 else []
+
+    def older_versions(self, secret: str) -> list[str]:
+        """The numbers of the secret's enabled versions but the newest (in a dry run, a placeholder)."""
+        argv = [
+            "gcloud",
+            "secrets",
+            "versions",
+            "list",
+            secret,
+            f"--project={self.cfg.project}",
+            "--filter=state:enabled",
+            "--format=value(name)",
+        ]
+        done = self.shell.run(argv, reads=f"the enabled versions of {secret}")
+        if self.shell.dry_run:
+            return ["<each older version>"]
+        numbers = sorted(int(name.rsplit("/", 1)[-1]) for name in done.stdout.split())
+        return [str(n) for n in numbers[:-1]]
+
+    def disable_version(self, secret: str, version: str) -> None:
+        """Disable a version (its value can no longer be read; `gcloud secrets versions enable` undoes it)."""
+        argv = ["gcloud", "secrets", "versions", "disable", version, f"--secret={secret}"]
+        self.shell.run([*argv, f"--project={self.cfg.project}"])
 
     def secret_has_version(self, secret: str) -> bool | None:
         """Whether the secret has a version; None when the secret does not exist (yet). In a dry run,
@@ -199,11 +253,16 @@ class Gcloud:
 
     def ensure_images(self, outputs: dict[str, Any], sha: str, weights: str | None) -> tuple[str, str]:
         """The GPU service's and the router's images by digest, tagged by git SHA (the GPU one, when
-        baked, also by the checkpoint's manifest), built together by one Cloud Build only when a tag
-        does not exist yet."""
+        baked, also by the checkpoint's manifest, and by `--base-image` when given), built together by
+        one Cloud Build only when a tag does not exist yet."""
         cfg, shell = self.cfg, self.shell
         repository = outputs["image_repository"]
-        tag = f"{repository}/{cfg.service}:{sha}" + (f"-w{weights}" if weights else "")
+        base = hashlib.sha256(cfg.base_image.encode()).hexdigest()[:8] if cfg.base_image else ""
+        tag = (
+            f"{repository}/{cfg.service}:{sha}"
+            + (f"-w{weights}" if weights else "")
+            + (f"-b{base}" if base else "")
+        )
         router_tag = f"{repository}/{cfg.router}:{sha}"
         tags = (tag, router_tag)
         before = "the tag's digest, if it was built before"
@@ -211,7 +270,9 @@ class Gcloud:
         if any(f.code != 0 for f in found) or shell.dry_run:
             shell.note("if a tag does not exist yet:")
             weights_url = outputs["weights_url"] if weights else ""
-            substitutions = f"_IMAGE={tag},_ROUTER_IMAGE={router_tag},_WEIGHTS_URL={weights_url}"
+            substitutions = f"_IMAGE={tag},_ROUTER_IMAGE={router_tag},_WEIGHTS_URL={weights_url}" + (
+                f",_BASE_IMAGE={cfg.base_image}" if cfg.base_image else ""
+            )
             account = outputs["build_service_account"]
             shell.run(
                 [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -34,6 +35,14 @@ FLAGS = {
     "alerts_sink_secrets": "--alerts-sink",
     "alerts_mode": "--alerts-mode",
     "calibration": "--calibration",
+    "labels": "--label",
+    "cpu": "--cpu",
+    "memory": "--memory",
+    "gpu_zonal_redundancy_disabled": "--zonal-redundancy",
+    "log_level": "--log-level",
+    "router_min_instance_count": "--router-min-instances",
+    "billing_account": "--billing-account",
+    "budget_amount": "--budget",
     "engine_max_num_seqs": "DGEMMA_ENGINE_MAX_NUM_SEQS",
     "engine_canvas": "DGEMMA_ENGINE_CANVAS",
     "engine_prompt_tokens": "DGEMMA_ENGINE_PROMPT_TOKENS",
@@ -43,6 +52,11 @@ PLACEHOLDER_IMAGE = "europe-west4-docker.pkg.dev/project/repository/image@sha256
 # What the build may upload: the images' sources are ~6 MB (.gcloudignore is an allow-list).
 MAX_UPLOAD_BYTES = 50 * 2**20
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+# `--base-image`: Docker's image reference (simplified), pinned by a tag or a digest. No commas: it
+# travels in gcloud's --substitutions list. Not a module variable: the module never sees the build.
+_NAME = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_TAG, _DIGEST = r":[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", r"@sha256:[0-9a-f]{64}"
+BASE_IMAGE = re.compile(rf"(?:{_NAME}(?::[0-9]+)?/)?{_NAME}(?:/{_NAME})*(?:{_TAG}(?:{_DIGEST})?|{_DIGEST})")
 
 
 def require_tools(command: str, *tools: str) -> None:
@@ -162,8 +176,13 @@ def check_deploy(cfg: DeployConfig) -> None:
     for flag, path in (("--alerts-policy", cfg.alerts_policy), ("--calibration", cfg.calibration)):
         if path is not None and not path.is_file():
             raise ConfigError(f"{flag} {path}: not a readable file")
+    problems = [f"--label {label}: expected KEY=VALUE" for label in cfg.labels if "=" not in label]
+    if cfg.base_image and not BASE_IMAGE.fullmatch(cfg.base_image):
+        problems.append(
+            f"--base-image {cfg.base_image}: expected REPOSITORY:TAG or REPOSITORY@sha256:<64 hex>"
+        )
     placeholders = {"image": PLACEHOLDER_IMAGE, "router_image": PLACEHOLDER_IMAGE}
-    problems = variable_problems(tfvars(cfg, "baked", invokers=cfg.invokers, **placeholders))
+    problems += variable_problems(tfvars(cfg, "baked", invokers=cfg.invokers, **placeholders))
     if cfg.max_instances + 1 > cfg.l4_quota:
         problems.append(
             f"--max-instances {cfg.max_instances} with --l4-quota {cfg.l4_quota}: the gate's candidate needs "

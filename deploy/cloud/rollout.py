@@ -1,7 +1,12 @@
 """`dgemma deploy` and `dgemma destroy`: Terraform lays out the project and the service, Cloud Build
 makes the images (the GPU service's and the alert router's), a new revision waits at 0 % of the
 traffic under the tag `candidate` until the load-test gate has passed, and only then does the traffic
-move; then the alert router must answer its readiness check.
+move and the alert router take its new image and settings (the candidate is applied to the GPU
+service alone); then the router must answer its readiness check. A first deploy has no traffic to
+keep: its revision is callable by the operator alone until the gate passes, and the router is made
+after it. A failed gate leaves the traffic, the router and the invokers as they were, and the
+candidate untagged. Each apply is recorded beside the state (deploy/cloud/history.py) for
+`dgemma rollback`.
 
 The deploy is `STEPS`, an ordered list: each step has the title the progress display shows and acts
 only through the adapters (`Shell`, `Gcloud`, `Terraform`). With `--dry-run` the same list runs
@@ -27,11 +32,20 @@ from app.core.identity import RequestHeaders, audience_of
 from deploy.cloud.checks import check_alerts_policy, check_calibration, preflight
 from deploy.cloud.config import SENDERS, DeployConfig
 from deploy.cloud.gcloud import Gcloud, Live, add_version_argv
+from deploy.cloud.history import History
 from deploy.cloud.id_tokens import id_tokens
 from deploy.cloud.inputs import check_deploy, check_project
 from deploy.cloud.service import router_ready, smoke, wait_ready
 from deploy.cloud.shell import Shell
-from deploy.cloud.terraform import ROUTER_SECRETS, WEIGHTS_BUCKET, Terraform, revision_suffix, tfvars
+from deploy.cloud.terraform import (
+    GPU_INVOKERS,
+    GPU_SERVICE,
+    ROUTER_SECRETS,
+    WEIGHTS_BUCKET,
+    Terraform,
+    revision_suffix,
+    tfvars,
+)
 from deploy.cloud.weights import choose_mode, ensure_weights
 from deploy.errors import DeployError
 from deploy.runtime.weights import Manifest
@@ -78,6 +92,11 @@ def ensure_router_secrets(cfg: DeployConfig, shell: Shell, tf: Terraform, variab
             shell.note(f"if {secret} has no version yet:")
             gcloud.add_version(secret, secrets.token_urlsafe(32))
     empty = [secret for secret in sinks if not has[secret]]
+    for secret in sinks:  # the dry run shows the stop a first deploy with sinks makes, as a step
+        shell.note(
+            f"if {secret} has no value yet (a first deploy): the deploy stops here (exit 2) with "
+            f"`printf %s VALUE | {' '.join(add_version_argv(cfg, secret))}`; add it, deploy again"
+        )
     if empty and not shell.dry_run:
         adds = "; ".join(f"printf %s VALUE | {' '.join(add_version_argv(cfg, s))}" for s in empty)
         raise ConfigError(
@@ -98,6 +117,7 @@ class Rollout:
     profile: GateProfile
     tokens: RequestHeaders
     account: str = ""
+    operator: str = ""  # the operator as an invoker principal (unknown in a dry run)
     sha: str = ""
     invokers: tuple[str, ...] = ()
     live: Live | None = None
@@ -107,6 +127,7 @@ class Rollout:
     key: str = ""
     base: dict[str, Any] = field(default_factory=dict)  # the new revision's variables, traffic aside
     suffix: str = ""
+    history: History = field(default_factory=History)
 
     @property
     def gcloud(self) -> Gcloud:
@@ -130,7 +151,9 @@ class Rollout:
 
     @property
     def placement(self) -> str:
-        return "100 % (first deploy)" if self.first else "tagged candidate, 0 %"
+        return (
+            "100 %, callable by the operator alone (first deploy)" if self.first else "tagged candidate, 0 %"
+        )
 
     @property
     def target(self) -> str:
@@ -145,15 +168,22 @@ class Rollout:
         """A fresh ID token whenever the cached one nears its expiry, and the API key."""
         return self.tokens.headers(audience_of(self.target), self.key)
 
-    def phase(self, traffic: str, candidate: str, why: str) -> None:
-        """Apply the new revision with the traffic on `traffic` (empty: on the new revision alone)
-        and `candidate` tagged at 0 %."""
+    def phase(self, traffic: str, candidate: str, why: str, *, gpu_only: bool) -> None:
+        """Apply the new revision with the traffic on `traffic` (empty: on the new revision alone),
+        `candidate` tagged at 0 %: to the GPU service alone, with the operator as an invoker for the
+        gate (`gpu_only`: the router and the other invokers stay as they are), or to everything;
+        record it beside the state."""
         variables = {
+            **self.base,
             "revision_suffix": self.suffix,
             "serving_revision": traffic,
             "candidate_revision": candidate,
         }
-        self.tf.apply({**self.base, **variables}, why)
+        operator = f'{GPU_INVOKERS}["{self.operator or "<the operator>"}"]'
+        self.tf.apply(variables, why, targets=(GPU_SERVICE, operator) if gpu_only else ())
+        moved = "" if gpu_only else (traffic or self.revision)
+        self.history.record(variables, router=not gpu_only, serving=moved)
+        self.history.write(self.gcloud)
 
 
 @dataclass(frozen=True)
@@ -187,12 +217,14 @@ def _preflight(r: Rollout) -> None:
     operator = f"serviceAccount:{account}" if account.endswith("gserviceaccount.com") else f"user:{account}"
     # The operator may call the service (the gate does); a dry run does not know who runs it.
     known = account and not r.cfg.dry_run
+    r.operator = operator if known else ""
     r.invokers = tuple(dict.fromkeys((*r.cfg.invokers, operator))) if known else r.cfg.invokers
 
 
 def _init(r: Rollout) -> None:
     r.gcloud.ensure_state_bucket()
     r.tf.init(tfvars(r.cfg, "baked"), kept_weights(r.cfg, r.shell, r.gcloud))
+    r.history = History.read(r.gcloud) or History()
 
 
 def kept_weights(cfg: DeployConfig, shell: Shell, gcloud: Gcloud) -> dict[str, str]:
@@ -209,6 +241,8 @@ def kept_weights(cfg: DeployConfig, shell: Shell, gcloud: Gcloud) -> dict[str, s
 
 def _weights(r: Rollout) -> None:
     r.live = r.gcloud.describe_service()
+    if r.live is None:
+        r.history = History()  # a new service (or one destroyed since): no revision to go back to
     if r.live is None or r.cfg.dry_run:
         r.shell.note("if the service does not exist yet:")
         r.tf.apply(
@@ -245,9 +279,11 @@ def _images(r: Rollout) -> int | None:
 
 def _revision(r: Rollout) -> None:
     if r.first:
-        r.phase("", "", "the new revision")
+        # Nothing serves yet, so the first revision takes the traffic before its gate; until the gate
+        # passes only the operator may call it, and the router that would send it alerts is not made.
+        r.phase("", "", "the first revision, callable by the operator alone", gpu_only=True)
     else:
-        r.phase(r.serving, r.revision, "the new revision, at 0 % under the tag candidate")
+        r.phase(r.serving, r.revision, "the new revision, at 0 % under the tag candidate", gpu_only=True)
     r.outputs = r.tf.outputs()
 
 
@@ -271,19 +307,39 @@ def _gate(r: Rollout) -> int | None:
     what = f"the {r.profile.name} gate on it; report in {r.report / 'summary.md'}"
     nothing: list[str] = []
     failed = r.shell.call(what, missed, nothing)
-    stays = r.serving or "the previous revision"
-    r.shell.note(f"if the gate fails: traffic stays on {stays}, exit 1. If it passes:")
-    if failed:
-        r.shell.console.print(
-            f"[red]the gate failed[/]: traffic stays on {stays}; report: {r.report / 'summary.md'}"
+    if r.first:
+        r.shell.note(
+            "if the gate fails: the revision stays callable by the operator alone, no router, exit 1"
         )
+    else:
+        r.shell.note(
+            f"if the gate fails: the candidate's tag goes, the traffic stays on {r.serving}, exit 1:"
+        )
+    if (r.shell.dry_run or failed) and not r.first:
+        r.phase(r.serving, "", "untag the failed candidate (it keeps 0 %, scales to zero)", gpu_only=True)
+    if failed:
+        report = r.report / "summary.md"
+        if r.first:
+            r.shell.console.print(
+                f"[red]the gate failed[/]: {r.revision} is callable by you alone and no alert router was "
+                f"made; fix and deploy again, or `dgemma destroy`. Report: {report}"
+            )
+        else:
+            r.shell.console.print(
+                f"[red]the gate failed[/]: traffic stays on {r.serving}, the alert router as it was, and "
+                f"{r.revision} is untagged at 0 %; report: {report}"
+            )
         return 1
+    r.shell.note("if it passes:")
     return None
 
 
 def _traffic(r: Rollout) -> None:
-    if not r.first:
-        r.phase(r.revision, "", "the traffic to the new revision")
+    if r.first:
+        r.phase("", "", "the invokers and the alert router", gpu_only=False)
+    else:
+        r.phase(r.revision, "", "the traffic to the new revision, then the alert router", gpu_only=False)
+    r.outputs = r.tf.outputs()  # the router's URL, now that it exists
     if not r.shell.dry_run:  # a result, not an effect: a dry run has none to report
         r.shell.console.print(
             f"{r.revision} serves {r.outputs['service_url']}; gate report: {r.report / 'summary.md'}"
@@ -304,9 +360,39 @@ STEPS = (
     Step("revision {r.revision}: {r.placement}", _revision),
     Step("waiting for {r.target} to be ready (cold start)", _ready),
     Step("load-test gate ({r.profile.name}) against the candidate", _gate),
-    Step("traffic: 100 % to {r.revision}", _traffic),
+    Step("traffic: 100 % to {r.revision}; the alert router's new image and settings", _traffic),
     Step("alert router: {r.outputs[router_url]}/readyz", _router),
 )
+
+
+def _plan(r: Rollout) -> int:
+    """`--plan`: Terraform's plan of the deploy's last apply (the new revision serving, the router
+    changed), with the images that run now: the plan uploads, builds and applies nothing."""
+    r.live = r.gcloud.describe_service()
+    router = r.gcloud.describe_service(r.cfg.router)
+    running = r.live.env.get("DGEMMA_WEIGHTS_MODE", "baked") if r.live else "baked"
+    mode = running if r.cfg.weights_mode == "auto" else r.cfg.weights_mode
+    image = r.live.image if r.live else ""
+    base = tfvars(r.cfg, mode, image=image, router_image=router.image if router else "", invokers=r.invokers)
+    suffix = revision_suffix(r.sha, base)
+    variables = {
+        **base,
+        "revision_suffix": suffix,
+        "serving_revision": "" if r.first else f"{r.cfg.service}-{suffix}",
+    }
+    r.shell.console.print(
+        "the plan keeps the images that run now: the deploy builds "
+        f"{r.sha[:7] or 'this commit'}'s (a new revision) and deploys them by digest; the weights are "
+        "not checked" + ("; nothing serves yet, so the plan shows the infrastructure" if r.first else ""),
+        markup=False,
+    )
+    r.shell.console.print(
+        r.tf.plan(variables, "what the deploy would change, applying nothing"), markup=False
+    )
+    return 0
+
+
+PLAN = (STEPS[0], STEPS[1], Step("terraform plan: what the deploy would change", _plan))
 
 
 @contextlib.contextmanager
@@ -338,7 +424,7 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with contextlib.ExitStack() as stack:
         progress = None if cfg.dry_run else stack.enter_context(Progress(*columns, console=console))
-        for step in STEPS:
+        for step in PLAN if cfg.plan else STEPS:
             with shown(progress, shell, step.describe(r)):
                 code = step.run(r)
             if code is not None:
@@ -378,15 +464,3 @@ def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int
         "destroyed" + ("" if delete_weights else f"; the weights stay in gs://{cfg.weights_bucket}")
     )
     return 0
-
-
-def add_key(cfg: DeployConfig, console: Console, secret: str) -> str:
-    """A new API key, added to the secret's keys as a new version (the old keys stay valid until
-    removed); instances read the version at start, so new instances take it."""
-    check_project(cfg, "keys", "gcloud")
-    gcloud = Gcloud(cfg, Shell(console, cfg.directory, dry_run=cfg.dry_run))
-    keys = gcloud.read_keys(secret)
-    # A dry run shows where the key goes, never a key that looks like one.
-    key = "<a new key>" if cfg.dry_run else secrets.token_urlsafe(32)
-    gcloud.add_version(secret, "\n".join([*keys, key]) + "\n")
-    return key

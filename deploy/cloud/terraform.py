@@ -33,6 +33,28 @@ ROUTER_SECRETS = "module.dgemma.google_secret_manager_secret.alerts"
 # The weights bucket: `dgemma destroy` forgets it so that it stays, and a later deploy imports it back
 # (as it imports one made by hand); its import ID is `PROJECT/NAME` (the provider's documented form).
 WEIGHTS_BUCKET = "module.dgemma.google_storage_bucket.weights"
+# The module's variables `tfvars` leaves at the module's default, on purpose, and why (a root module
+# of your own sets them). tests/deploy/test_module_variables.py holds every variable to one or the other.
+FIXED = {
+    "engine_timeout_s": "the gateway's own default (120 s), so the cloud answers as `make dev` does",
+    "gcs_fuse_mount_options": "tuned for the checkpoint's large immutable files (gcs_fuse mode)",
+    "compile_cache_days": "housekeeping: an expired cache costs one compile at the next cold start",
+    "image_retention_count": "10 images: rollback room, well above the 2 a rollout needs",
+    "router_cpu": "the router waits on I/O: 1 vCPU takes 80 deliveries at once",
+    "router_memory": "512Mi, the least Cloud Run gives, holds the router",
+    "router_max_instance_count": "3: an alert storm and a rollout's overlap (the ledger keeps one page each)",
+    "alerts_ledger_days": "30 days: an alert firing longer pages again once, a reminder",
+    "alerts_decision_budget_s": "5 s, inside Alertmanager's shortest 10 s notification deadline",
+}
+# The GPU service and who may call it: a candidate is applied to these alone (with what they depend
+# on), so the alert router, which pages people, changes only once the gate has passed.
+GPU_SERVICE = "module.dgemma.google_cloud_run_v2_service.gpu"
+GPU_INVOKERS = "module.dgemma.google_cloud_run_v2_service_iam_member.invokers"
+
+
+def router_variable(name: str) -> bool:
+    """Whether a module variable shapes the alert router (its image, policy, mode, sinks, sizing)."""
+    return name.startswith(("router_", "alerts_"))
 
 
 def root_module(
@@ -89,6 +111,14 @@ def tfvars(
         "weights_prefix": cfg.weights_prefix,
         "invokers": list(invokers),
         "deletion_protection": True,
+        "labels": {key: value for key, _, value in (label.partition("=") for label in cfg.labels)},
+        "cpu": cfg.cpu,
+        "memory": cfg.memory,
+        "gpu_zonal_redundancy_disabled": not cfg.zonal_redundancy,
+        "log_level": cfg.log_level,
+        "router_min_instance_count": cfg.router_min_instances,
+        "billing_account": cfg.billing_account,
+        "budget_amount": cfg.budget,
     }
 
 
@@ -120,7 +150,11 @@ class Terraform:
 
     def init(self, variables: dict[str, Any], imports: dict[str, str] | None = None) -> None:
         self.write_root(variables, imports)
-        self.run("init", "-input=false", "-no-color", "-upgrade")
+        # No `-upgrade`: the workdir's first init writes .terraform.lock.hcl, which then keeps that
+        # provider version (the newest in terraform/versions.tf's range, then) between deploys; delete
+        # it to take a newer one. The kit commits no lock file: its hashes are the provider packages'
+        # own, and the packages cannot be fetched here to compute them (no registry offline).
+        self.run("init", "-input=false", "-no-color")
 
     def apply(self, variables: dict[str, Any], why: str, *, targets: tuple[str, ...] = ()) -> None:
         """Write the phase's variables (the file the user can read) and apply them (only `targets`,
@@ -130,6 +164,13 @@ class Terraform:
         self.shell.note(f"terraform apply: {why}")
         chosen = [f"-target={t}" for t in targets]
         self.run("apply", "-input=false", "-no-color", "-auto-approve", *chosen, f"-var-file={path}")
+
+    def plan(self, variables: dict[str, Any], why: str) -> str:
+        """Terraform's plan for these variables, changing nothing (its text, also printed)."""
+        path = self.dir / "terraform.tfvars.json"
+        self.shell.write(path, json.dumps(variables, indent=2) + "\n")
+        self.shell.note(f"terraform plan: {why}")
+        return self.run("plan", "-input=false", "-no-color", f"-var-file={path}", reads="the plan").stdout
 
     def outputs(self) -> dict[str, Any]:
         """The module's outputs; in a dry run, placeholders of the same shape."""

@@ -62,10 +62,10 @@ def choose_mode(cfg: DeployConfig, manifest: Manifest | None) -> str:
     else:  # a dry run: the checkpoint the settings describe
         total, largest = checkpoint_bytes(fit(cfg.engine))
     if cfg.weights_mode == "auto":
-        return default_weights_mode(total, largest)
+        return default_weights_mode(total, largest, cfg.memory_gib)
     if cfg.weights_mode not in WEIGHTS_MODES:
         raise ConfigError(
             f"--weights-mode {cfg.weights_mode!r}: expected auto or one of {', '.join(WEIGHTS_MODES)}"
         )
-    check_host_fits(host_budget(cfg.weights_mode, total, largest))
+    check_host_fits(host_budget(cfg.weights_mode, total, largest, cfg.memory_gib))
     return cfg.weights_mode

@@ -17,7 +17,7 @@ from typing import Protocol, cast
 
 NAMES = (
     *("dev", "run", "serve", "model", "toy", "fit", "weights", "quantize", "loadtest", "eval", "calibrate"),
-    *("deploy", "destroy", "keys", "alerts", "gpu-check"),
+    *("deploy", "rollback", "destroy", "keys", "alerts", "gpu-check"),
 )
 
 

@@ -75,6 +75,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="a `dgemma calibrate` file for the gateway to serve by (README, Calibration)",
     )
+    service.add_argument(
+        "--label", action="append", dest="labels", metavar="KEY=VALUE", help="on every resource (repeat)"
+    )
+    service.add_argument(
+        "--cpu", default=default("cpu"), help="vCPUs of a GPU instance: 4, 6 or 8 (%(default)s)"
+    )
+    service.add_argument(
+        "--memory", default=default("memory"), help="memory of a GPU instance: 16Gi to 32Gi (%(default)s)"
+    )
+    service.add_argument(
+        "--zonal-redundancy",
+        action="store_true",
+        help="GPU failover across zones: a higher price and its own L4 quota (--l4-quota states that one)",
+    )
+    service.add_argument("--log-level", default=default("log_level"), help="both services' (%(default)s)")
+    service.add_argument(
+        "--billing-account",
+        metavar="ID",
+        help="with --budget: a monthly budget alert on the project (needs a billing role on the account)",
+    )
+    service.add_argument(
+        "--budget", type=int, metavar="AMOUNT", help="a month's budget, in the billing account's currency"
+    )
+    service.add_argument(
+        "--base-image",
+        metavar="IMAGE",
+        help="the vLLM base, REPOSITORY:TAG or REPOSITORY@sha256:DIGEST (pin a digest in production); "
+        "default: the Dockerfile's",
+    )
     alerts = parser.add_argument_group("alert router")
     alerts.add_argument("--alerts-policy", type=Path, help="its routing policy (TOML); default: the image's")
     alerts.add_argument(
@@ -90,6 +119,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="alerts_sinks",
         metavar="NAME",
         help="a sink secret, mounted at /secrets/sinks/NAME/value; its value added with gcloud (repeat)",
+    )
+    alerts.add_argument(
+        "--router-min-instances",
+        type=int,
+        default=default("router_min_instances"),
+        metavar="N",
+        help="router instances kept up: 1 answers at once (~$50 a month), 0 costs nothing idle (%(default)s)",
     )
     gate = parser.add_argument_group("gate")
     gate.add_argument(
@@ -112,6 +148,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--id-token", default=default("id_token"), choices=["off", "auto", "gcloud"], help="how to call it"
     )
     parser.add_argument("--allow-dirty", action="store_true", help="build from uncommitted changes")
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="show Terraform's plan of what the deploy would change (uploading, building and applying "
+        "nothing), then exit",
+    )
 
 
 def config(args: argparse.Namespace) -> object:

@@ -69,10 +69,14 @@ def test_a_first_deploy_lays_out_the_project_then_serves_at_100_percent(rollouts
              "gcloud builds submit", "terraform apply"]  # fmt: skip
     remaining = iter(calls)
     assert all(any(call == step for call in remaining) for step in order), calls  # a subsequence
-    infra, revision = cloud.state["applied"][:2]
+    infra, revision, opened = cloud.state["applied"][:3]
     assert infra["image"] == "" and revision["image"].split("@")[1].startswith("sha256:")
     assert revision["weights_mode"] == "baked" and revision["serving_revision"] == ""  # first: 100 % at once
-    assert revision["invokers"] == ["user:sre@example.com"]  # the operator, for the gate
+    # Until its gate passes the first revision is the operator's alone, and no router sends it alerts:
+    # it is applied to the GPU service and the operator's invoker binding only.
+    gpu, operator = "module.dgemma.google_cloud_run_v2_service", 'invokers["user:sre@example.com"]'
+    assert revision["targets"] == [f"{gpu}.gpu", f"{gpu}_iam_member.{operator}"]
+    assert "targets" not in opened and opened["revision_suffix"] == revision["revision_suffix"]
     assert revision["engine_max_num_seqs"] == 32  # the supervisor's own default
     bucket = storage.Client(project="test").bucket(WEIGHTS_BUCKET)
     assert bucket.blob("dgemma-w4a16/manifest.json").exists(client=client_from_env("test"))
@@ -86,7 +90,7 @@ def test_a_first_deploy_builds_the_router_and_gives_each_sender_a_token(rollouts
     whose secret has no version); then where each sender posts, and how to read its token."""
     cloud, first = rollouts.cloud, rollouts.runs[0]
     infra, revision = cloud.state["applied"][:2]
-    assert infra["router_image"] == ""
+    assert infra["router_image"] == "" and "targets" in revision
     (build,) = cloud.state["builds"]
     router_tag = build["_ROUTER_IMAGE"]
     assert (
@@ -113,7 +117,7 @@ def test_a_changed_setting_is_a_gated_candidate_then_the_traffic(rollouts: Rollo
     assert "gcloud builds submit" not in calls, "the tag exists: no build"
     assert calls.count("terraform apply") == 2  # the candidate, then the traffic
     revision = cloud.state["applied"][1]
-    candidate, promoted = cloud.state["applied"][2:4]
+    candidate, promoted = cloud.state["applied"][3:5]
     first_revision = f"dgemma-{revision['revision_suffix']}"
     new_revision = f"dgemma-{candidate['revision_suffix']}"
     assert candidate["engine_canvas"] == 40 and new_revision != first_revision
@@ -138,12 +142,19 @@ def test_nothing_changed_is_a_no_op(rollouts: Rollouts) -> None:
 def test_a_failed_gate_keeps_the_traffic_and_exits_non_zero(cloud: Cloud) -> None:
     assert cloud.deploy().returncode == 0
     serving = cloud.traffic()[0][0]
-    failed = cloud.deploy("--target", "latency_p95_ms=0.001", DGEMMA_ENGINE_CANVAS="40")
+    router = cloud.state["router"]
+    # A new setting of the router's too: it must not reach the router, which pages people, unless
+    # the gate passes.
+    failed = cloud.deploy(
+        "--target", "latency_p95_ms=0.001", "--alerts-mode", "act", DGEMMA_ENGINE_CANVAS="40"
+    )
     assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
     assert "the gate failed" in failed.stdout and "summary.md" in failed.stdout
-    candidate = cloud.state["applied"][-1]
+    candidate, untagged = cloud.state["applied"][-2:]
     assert candidate["candidate_revision"] and candidate["serving_revision"] == serving
-    assert cloud.traffic()[0] == [serving, 100, ""], "the serving revision keeps 100 %"
+    assert all(a["targets"][0].endswith("google_cloud_run_v2_service.gpu") for a in (candidate, untagged))
+    assert cloud.traffic() == [[serving, 100, ""]], "the serving revision keeps 100 %, the candidate no tag"
+    assert cloud.state["router"] == router == {**router, "mode": "shadow"}, "the router as it was"
 
 
 def test_a_failed_apply_stops_before_any_traffic_change(cloud: Cloud) -> None:
@@ -267,7 +278,7 @@ def test_a_deployment_from_before_the_router_gets_its_secrets_first(cloud: Cloud
     calls = cloud.state["calls"][mark:]
     applies = [(n, [a for a in c if a.startswith("-target=")]) for n, c in enumerate(calls) if "apply" in c]
     adds = [n for n, c in enumerate(calls) if c[:4] == ["gcloud", "secrets", "versions", "add"]]
-    assert applies[0][1] == [f"-target={ROUTER_SECRETS}"] and not applies[1][1]
+    assert applies[0][1] == [f"-target={ROUTER_SECRETS}"] and applies[1][1] and not applies[2][1]
     assert applies[0][0] < adds[0] and len(adds) == 3 and adds[-1] < applies[1][0]
     assert [len(cloud.versions(f"dgemma-alerts-{s}-token")) for s in SENDERS] == [1, 1, 1]
     assert cloud.state["router"] is not None and "alert router ready" in done.stdout
@@ -369,3 +380,14 @@ def test_a_missing_weights_bucket_is_created_not_imported(cloud: Cloud) -> None:
     done = cloud.deploy()
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert cloud.state["imports"] == {} and WEIGHTS_BUCKET in cloud.state["buckets"]
+
+
+def test_the_dry_run_shows_a_new_sinks_two_steps(cloud: Cloud) -> None:
+    """A first deploy with a sink stops for the sink's value (it never passes through a flag or
+    Terraform): its dry run says so, with the command, before the build."""
+    done = cloud.deploy("--dry-run", "--alerts-sink", "pagerduty")
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = " ".join(done.stdout.split())
+    stop = "if dgemma-alerts-sink-pagerduty has no value yet (a first deploy): the deploy stops here (exit 2)"
+    add = f"gcloud secrets versions add dgemma-alerts-sink-pagerduty --project={PROJECT} --data-file=-"
+    assert stop in out and out.index(stop) < out.index(add) < out.index("gcloud builds submit")

@@ -1,4 +1,4 @@
-"""Every gcloud command `dgemma deploy`, `destroy` and `keys add` emit parses with the real gcloud CLI
+"""Every gcloud command `dgemma deploy`, `rollback`, `destroy` and `keys` emit parses with the real gcloud CLI
 (528): with a throwaway configuration and no credentials, a wrong flag exits 2 ("unrecognized
 arguments") while a valid command stops at authentication (exit 1) — so this proves the syntax
 without reaching Google. The commands are the ones the stand-ins recorded in a full run."""
@@ -44,8 +44,14 @@ def test_every_emitted_gcloud_command_parses(cloud: Cloud, tmp_path: Path) -> No
     first = cloud.deploy()
     assert first.returncode == 0
     assert cloud.deploy(DGEMMA_ENGINE_CANVAS="40").returncode == 0  # the candidate path
+    rolled = cloud.dgemma("rollback")  # the history beside the state, the revisions, the traffic
+    assert rolled.returncode == 0, rolled.stderr[-2000:]
     keys = cloud.dgemma("keys", "add")
     assert keys.returncode == 0 and len(keys.stdout.strip()) > 30, keys.stderr[-2000:]
+    listed = cloud.dgemma("keys", "list")
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 2, listed.stderr[-2000:]
+    revoked = cloud.dgemma("keys", "revoke", listed.stdout.splitlines()[1].split()[0])
+    assert revoked.returncode == 0, revoked.stderr[-2000:]
     destroy = cloud.dgemma("destroy", "--delete-weights", "--yes")
     assert destroy.returncode == 0, destroy.stderr[-2000:]
     emitted = [call[1:] for call in cloud.state["calls"] if call[0] == "gcloud"]

@@ -137,7 +137,8 @@ def test_cloud_build_builds_both_images_in_one_build() -> None:
     # The GPU image as before: the default target, baked weights through the build's network.
     assert "--target" not in gpu["args"]
     weights = ["--network=cloudbuild", "--build-arg", "WEIGHTS_URL=${_WEIGHTS_URL}"]
-    assert gpu["args"] == ["build", *weights, "--tag", "${_IMAGE}", "."]
+    base = ["--build-arg", "VLLM_IMAGE=${_BASE_IMAGE}"]  # `dgemma deploy --base-image` pins it
+    assert gpu["args"] == ["build", *weights, *base, "--tag", "${_IMAGE}", "."]
     # The router alongside, in parallel (BuildKit: only the stages its target needs).
     assert router["waitFor"] == gpu["waitFor"] and "DOCKER_BUILDKIT=1" in router["env"]
     args = router["args"]
@@ -146,6 +147,9 @@ def test_cloud_build_builds_both_images_in_one_build() -> None:
     )
     assert build["images"] == ["${_IMAGE}", "${_ROUTER_IMAGE}"]
     assert {"_IMAGE", "_ROUTER_IMAGE", "_WEIGHTS_URL"} <= set(build["substitutions"])
+    # Unset, the build's base is the Dockerfile's own.
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert f"ARG VLLM_IMAGE={build['substitutions']['_BASE_IMAGE']}\n" in dockerfile
 
 
 def test_lock_covers_what_the_router_imports() -> None:

@@ -74,6 +74,22 @@ BAD_FLAGS = [
     ),
     (["--calibration", "/nonexistent/cal.json"], "--calibration /nonexistent/cal.json: not a readable file"),
     (["--checkpoint", "/nonexistent/ckpt"], "--checkpoint /nonexistent/ckpt: not found"),
+    (["--label", "team"], "--label team: expected KEY=VALUE"),
+    (["--label", "Team=sre"], '--label {"Team": "sre"}: labels must be keys of 1-63 lowercase'),
+    (["--label", "team=S R E"], "--label"),
+    (["--cpu", "2"], '--cpu "2": cpu must be 4, 6 or 8'),
+    (["--memory", "48Gi"], '--memory "48Gi": memory must be between 16Gi and 32Gi'),
+    (["--memory", "32G"], "--memory"),
+    (["--log-level", "TRACE"], '--log-level "TRACE": log_level must be DEBUG'),
+    (["--router-min-instances", "-1"], "--router-min-instances: router_min_instance_count must be between 0"),
+    (["--router-min-instances", "4"], "--router-min-instances"),
+    (["--billing-account", "my-account", "--budget", "3"], '--billing-account "my-account": billing_account'),
+    (["--billing-account", "012345-6789AB-CDEF01"], "--billing-account, --budget: budget_amount and"),
+    (["--budget", "300"], "--billing-account, --budget: budget_amount and billing_account go together"),
+    (["--billing-account", "012345-6789AB-CDEF01", "--budget", "-5"], "--budget -5: budget_amount must"),
+    (["--base-image", "vllm/vllm-openai"], "--base-image vllm/vllm-openai: expected REPOSITORY:TAG or"),
+    (["--base-image", "vllm/vllm-openai@sha256:abc"], "--base-image vllm/vllm-openai@sha256:abc"),
+    (["--base-image", "vllm/vllm-openai:v1,_IMAGE=x"], "--base-image"),
 ]
 
 
@@ -86,6 +102,13 @@ def test_a_bad_flag_is_refused_before_the_cloud_with_its_reason(flags: list[str]
 
 def test_good_flags_pass() -> None:
     check_deploy(_config("--max-instances", "2", "--invoker", "user:ops@example.com"))
+    check_deploy(
+        _config(
+            "--label", "team=sre", "--cpu", "4", "--memory", "16Gi", "--router-min-instances", "0",
+            "--billing-account", "012345-6789AB-CDEF01", "--budget", "300",
+            "--base-image", "vllm/vllm-openai@sha256:" + "a" * 64,
+        )
+    )  # fmt: skip
 
 
 def test_every_problem_is_named_at_once() -> None:

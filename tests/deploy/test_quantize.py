@@ -190,3 +190,22 @@ def test_vllm_reads_the_packed_weights_as_we_wrote_them(engines: dict[str, str])
         # Same effective weights: only kernel arithmetic differs (a wrong nibble order or scale
         # layout changes the weights and moves these by several hundredths).
         assert p == pytest.approx(ref, abs=5e-3), (q, p, ref)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: None, "no config.json"),
+        (lambda d: (d / "config.json").write_text("{}"), "holds no .safetensors files"),
+    ],
+    ids=["no config", "no weights"],
+)
+def test_a_source_that_is_no_checkpoint_is_refused_first(tmp_path: Path, make: Any, message: str) -> None:
+    """Before minutes of quantizing (a missing config.json used to fail after the last shard)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    make(src)
+    argv = [sys.executable, "-m", "deploy.cli", "quantize", str(src), str(tmp_path / "out")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -53,6 +53,8 @@ class Scripted(Shell):
             return Result(0, json.dumps(data))
         if words.startswith("gcloud storage buckets describe"):
             return Result(1, "", "not found")  # neither bucket exists yet
+        if words.startswith("gcloud storage cat"):  # no deploy history yet
+            return Result(1, "", "ERROR: (gcloud.storage.cat) The following URLs matched no objects")
         if words.startswith("gcloud artifacts docker images describe"):
             return Result(0, "sha256:" + "a" * 64) if self.built else Result(1, "", "not found")
         if words.startswith("gcloud builds submit"):
@@ -114,11 +116,20 @@ def test_the_dry_run_prints_every_command_a_real_run_issues(cfg: DeployConfig, s
     assert _run(DeployConfig(**{**cfg.__dict__, "dry_run": True}), dry) == 0
     real = Scripted(cfg.directory, service=service)
     assert _run(cfg, real) == 0
-    apply = next(c for c in real.commands if "apply" in c)
+    infra, candidate, untag, traffic = [c for c in dry.commands if "apply" in c]
     # The dry run shows both outcomes of each condition; a real run takes one: what it skipped is
-    # the infrastructure's apply when a service exists, the traffic's when it is the first deploy.
-    assert _unmatched(dry.commands, real.commands) == [apply]
-    assert sum("apply" in c for c in real.commands) == 2
+    # the failed gate's untagging (and its record), and the infrastructure's apply when a service exists.
+    record = dry.commands[dry.commands.index(untag) + 1]
+    assert record[:4] == ["gcloud", "storage", "cp", "-"] and record[4].endswith("/history.json")
+    assert _unmatched(dry.commands, real.commands) == ([infra] if service else []) + [untag, record]
+    assert sum("apply" in c for c in real.commands) == (2 if service else 3)
+    # The candidate (the first revision too) is applied to the GPU service alone, with the operator
+    # as its invoker for the gate; the traffic's apply is the whole module, the router included.
+    targets = [a for c in real.commands if "apply" in c for a in c if a.startswith("-target=")]
+    gpu = "module.dgemma.google_cloud_run_v2_service.gpu"
+    operator = 'module.dgemma.google_cloud_run_v2_service_iam_member.invokers["user:sre@example.com"]'
+    assert targets == [f"-target={gpu}", f"-target={operator}"], targets
+    assert all(gpu in " ".join(c) for c in (candidate, untag)) and "-target" not in " ".join(traffic)
     # Each effect that is not a command, said in the dry run as the real run makes it.
     said = [line[2:] for line in out.getvalue().splitlines() if line.startswith("# ")]
     for what in real.calls:

@@ -187,15 +187,6 @@ def test_no_keys_is_refused_unless_any_key_is_explicitly_allowed() -> None:
         create_app(gateway_settings(allow_any_key=False), engine=ScriptedEngine())
 
 
-async def test_the_keys_file_is_read_once_at_start(make_app: AppFactory, tmp_path: Path) -> None:
-    keys_file = tmp_path / "keys"
-    keys_file.write_text("first\n")
-    _, gw = make_app(api_keys_file=keys_file, allow_any_key=False)
-    keys_file.write_text("second\n")  # a rotated secret takes effect with the next instance
-    assert (await gw.get("/v1/models", headers={"authorization": "Bearer first"})).status_code == 200
-    assert (await gw.get("/v1/models", headers={"authorization": "Bearer second"})).status_code == 401
-
-
 async def test_saturation_is_429_with_retry_after(make_app: AppFactory, scripted: ScriptedEngine) -> None:
     _, gw = make_app(max_concurrent_decisions=1, max_queued_decisions=0, retry_after_s=3)
     scripted.hold = asyncio.Event()
