@@ -1,7 +1,7 @@
 """Where the seconds of a GPU start go (issue 34, item 1): `dgemma run` started as `dgemma gpu-check`
 starts it, several times in a row on one GPU host, each start with its own instrumentation.
 
-The environment is gpu-check's own (`deploy.gpucheck.check.run_env`: the image's settings, the `l4`
+The environment is gpu-check's own (`deploy.gpucheck.child.run_env`: the image's settings, the `l4`
 profile held to its GPU's memory on a larger one, the check's compile-cache directory and a store).
 The store is emptied first, so the first start compiles and saves its caches (cold) and every later
 one restores them from the store, as a revision's later instances do (restored). Each start is
@@ -51,8 +51,11 @@ from typing import Any
 from app.core.config import ConfigError
 from app.core.polling import wait_until
 from deploy.errors import GpuCheckError
-from deploy.gpucheck import check as gc
-from deploy.runtime.gpu_budget import GPUS, detect_gpu
+from deploy.gpucheck.check import fit_budget, host_facts
+from deploy.gpucheck.child import DgemmaRun, free_port, free_ports, run_env
+from deploy.gpucheck.startlog import cache_save_ended, parse_start_log
+from deploy.runtime import nvidia_smi
+from deploy.runtime.gpu_budget import GPUS
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE_MIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / 2**20
@@ -136,7 +139,7 @@ class Watcher:
     """Samples the processes under `dgemma run` (procs.tsv) and, with `pyspy_hz`, starts py-spy on
     `vllm serve` as soon as its interpreter runs."""
 
-    def __init__(self, run: gc._Run, out: Path, pyspy_hz: int) -> None:
+    def __init__(self, run: DgemmaRun, out: Path, pyspy_hz: int) -> None:
         self.run, self.out, self.pyspy_hz = run, out, pyspy_hz
         self.serve_pid: int | None = None
         self.pids: dict[int, str] = {}  # every process seen: its last comm (vLLM renames its own)
@@ -220,6 +223,7 @@ class Options:
     profile_gpu: str = "l4"
     keep_store: bool = False  # the store as it is (every start restores what an earlier run saved)
     first_index: int = 1
+    startup_timeout_s: float = 1700.0  # the supervisor's wait for the engine, as gpu-check's
 
 
 def _say(line: str) -> None:
@@ -229,33 +233,29 @@ def _say(line: str) -> None:
 def run_start(opts: Options, index: int, spec: StartSpec, on_larger: bool) -> dict[str, Any]:
     out = opts.out / f"{index:02d}-{spec.name}"
     out.mkdir(parents=True, exist_ok=True)
-    check_opts = gc.Options(
-        model=opts.model, out=out, profile_gpu=opts.profile_gpu, cache_dir=opts.cache_dir,
-        cache_store=opts.store,
-    )  # fmt: skip
-    b = gc.fit_budget(check_opts)
+    b = fit_budget(opts.model, opts.profile_gpu)
     key = secrets.token_urlsafe(24)
-    port, engine_port = gc._free_port(), gc._free_ports(b.profile.replicas)
-    env = gc.run_env(check_opts, key, port, engine_port, on_larger) | spec.env
+    port, engine_port = free_port(), free_ports(b.profile.replicas)
+    env = run_env(
+        opts.model, opts.profile_gpu, opts.cache_dir, key=key, port=port, engine_port=engine_port,
+        on_larger=on_larger, startup_timeout_s=opts.startup_timeout_s, cache_store=opts.store,
+    ) | spec.env  # fmt: skip
     result: dict[str, Any] = {"index": index, "name": spec.name, "env": spec.env, "pyspy_hz": spec.pyspy_hz}
-    result["baseline_mib"] = gc.gpu_used_mib()
+    result["baseline_mib"] = nvidia_smi.used_mib()
     with (out / "gpu.csv").open("w") as gpu_csv:
         smi = subprocess.Popen(
-            [gc._smi(), "--query-gpu=timestamp,utilization.gpu,memory.used", "--format=csv,nounits",
-             "-lms", "200"],
+            nvidia_smi.command("timestamp,utilization.gpu,memory.used", every_ms=200, header=True),
             stdout=gpu_csv, stderr=subprocess.DEVNULL,
         )  # fmt: skip
     result["spawn_unix"] = time.time()
-    run = gc._Run(env, out / "run.log")
+    run = DgemmaRun(env, out / "run.log")
     watcher = Watcher(run, out, spec.pyspy_hz)
     try:
         result["ready_s"] = round(run.wait_ready(spec.timeout_s, lambda _t, _last: None), 2)
         _say(f"start {index} {spec.name}: ready in {result['ready_s']:.1f} s")
         if any("compile cache miss" in line for _, line in run.lines):
             # The cold start: its save ends before it is stopped (gpu-check's await_save).
-            saved = wait_until(
-                lambda: any(gc._SAVED.search(line) for _, line in run.lines), 300, interval_s=1.0
-            )
+            saved = wait_until(lambda: cache_save_ended(run.lines), 300, interval_s=1.0)
             result["cache_saved"] = bool(saved)
         time.sleep(2)  # the lines just after the ready one (the warm-up's JIT warnings come before)
     except GpuCheckError as e:
@@ -263,11 +263,11 @@ def run_start(opts: Options, index: int, spec: StartSpec, on_larger: bool) -> di
         _say(f"start {index} {spec.name} failed: {str(e)[-400:]}")
     finally:
         result["stop_s"], result["exit_code"] = run.stop()
-        wait_until(lambda: gc.gpu_used_mib() < 1024, 90, interval_s=1.0)
+        wait_until(lambda: nvidia_smi.used_mib() < 1024, 90, interval_s=1.0)
         watcher.finish()
         smi.terminate()
         smi.wait(timeout=10)
-    result |= gc.parse_start_log(run.lines)
+    result |= parse_start_log(run.lines)
     result |= {
         "serve_pid": watcher.serve_pid,
         "pids": watcher.pids,
@@ -281,7 +281,7 @@ def run_start(opts: Options, index: int, spec: StartSpec, on_larger: bool) -> di
 def run(opts: Options) -> list[dict[str, Any]]:
     if shutil.which("vllm") is None:
         raise ConfigError("no `vllm` on PATH: run where vLLM's CUDA build is installed")
-    found = detect_gpu()
+    found = nvidia_smi.detect_gpu()
     if found is None:
         raise ConfigError("nvidia-smi reports no GPU")
     on_larger = not (found[1] <= GPUS[opts.profile_gpu] * 1.05)
@@ -290,7 +290,7 @@ def run(opts: Options) -> list[dict[str, Any]]:
         if owned.exists():
             shutil.rmtree(owned)  # the first start is cold; the later ones restore what it saved
     opts.cache_dir.mkdir(parents=True, exist_ok=True)
-    host = gc.host_facts()
+    host = host_facts()
     results: list[dict[str, Any]] = []
     for i, spec in enumerate(opts.starts, start=opts.first_index):
         last = opts.first_index + len(opts.starts) - 1

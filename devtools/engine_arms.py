@@ -1,7 +1,7 @@
 """Engine settings side by side on one GPU host: which ones lift throughput (issue 19).
 
 Each arm is the kit started as the image starts it (`dgemma run`: the supervisor, its fit and flags,
-the gateway in front; `deploy.gpucheck.check` does the starting, the sampling and the stopping),
+the gateway in front; `deploy.gpucheck`'s child runner and sampling start, sample and stop it),
 with some `EngineSettings` changed. Once ready, the gateway is loaded with Locust as the gate loads
 it: the gate's latency phase at 1 client (one question per decision), then 3-question decisions at
 each client count. Per load level: Locust's rate and percentiles, vLLM's engine steps from its
@@ -56,8 +56,13 @@ import httpx
 
 from app.core.config import ConfigError, env_names
 from deploy.errors import GpuCheckError
-from deploy.gpucheck import check as gc
-from deploy.runtime.gpu_budget import GPU_NAMES, GPUS, detect_gpu
+from deploy.gpucheck import child
+from deploy.gpucheck.check import host_facts
+from deploy.gpucheck.metrics import engines_counters
+from deploy.gpucheck.record import Sample, Start
+from deploy.gpucheck.sampling import Samples, sampling
+from deploy.runtime.gpu_budget import GPU_NAMES, GPUS
+from deploy.runtime.nvidia_smi import detect_gpu, used_mib
 from deploy.runtime.settings import EngineSettings
 
 L4_MIB = round(GPUS["l4"] * 1024)
@@ -164,7 +169,7 @@ class ArmRun:
     settings: dict[str, str]
     gpu: str = "l4"  # the serving profile's GPU: its memory is the arm's budget
     replicas: int = 1
-    start: dict[str, Any] = field(default_factory=dict)  # deploy.gpucheck.check.Start, as a dict
+    start: dict[str, Any] = field(default_factory=dict)  # deploy.gpucheck.record.Start, as a dict
     replica_starts: list[dict[str, Any]] = field(default_factory=list)  # the other replicas' starts
     levels: list[Level] = field(default_factory=list)
     idle_mib: float | None = None
@@ -214,7 +219,7 @@ def summarize_level(
     before: dict[str, float],
     after: dict[str, float],
     queue: list[dict[str, float]],
-    samples: list[gc.Sample],
+    samples: list[Sample],
     capture_size: int,
 ) -> None:
     """Fill a level from Locust's stats, vLLM's counters at its ends, and what was sampled during it
@@ -265,17 +270,17 @@ class _Stack:
 
     url: str
     engine_urls: list[str]  # its engines (several with `engine_replicas`)
-    probes: list[gc.Check]  # one per engine: its queue (and the GPU's samples)
-    proc: Any = None
-    start: gc.Start | None = None
+    probes: list[Samples]  # one per engine: its queue (and the GPU's samples)
+    proc: child.DgemmaRun | None = None
+    start: Start | None = None
 
     @property
-    def probe(self) -> gc.Check:
+    def probe(self) -> Samples:
         return self.probes[0]
 
     def counters(self) -> dict[str, float]:
         """vLLM's counters, summed over the stack's engines."""
-        return gc.engines_counters(self.engine_urls)
+        return engines_counters(self.engine_urls)
 
     def queue(self, t0: float, t1: float) -> list[dict[str, float]]:
         """The engines' queue in a window, summed per second (one engine: as sampled)."""
@@ -305,23 +310,23 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
     on_larger = bool(found and found[1] > GPUS[gpu] * 1.05)
     key = secrets.token_urlsafe(24)
     headers = {"Authorization": f"Bearer {key}"}
-    baseline_mib = gc.gpu_used_mib()
+    baseline_mib = used_mib()
     stacks: list[_Stack] = []
     profile = GateProfile.load("l4")
     try:
         for i in range(arm.replicas):
-            check_opts = gc.Options(
-                model=opts.model, out=arm_dir if arm.replicas == 1 else arm_dir / f"replica-{i + 1}",
-                profile_gpu=gpu, cache_dir=opts.cache_dir, startup_timeout_s=opts.startup_timeout_s,
-            )  # fmt: skip
-            check_opts.out.mkdir(parents=True, exist_ok=True)
-            port, engine_port = gc._free_port(), gc._free_ports(engine.engine_replicas)
+            logs = arm_dir if arm.replicas == 1 else arm_dir / f"replica-{i + 1}"
+            logs.mkdir(parents=True, exist_ok=True)
+            port, engine_port = child.free_port(), child.free_ports(engine.engine_replicas)
             engines = range(engine.engine_replicas)  # the supervisor's, on engine_port + k
             stack = _Stack(
                 f"http://127.0.0.1:{port}", [f"http://127.0.0.1:{engine_port + k}" for k in engines],
-                [gc.Check(host=report.host, profile=gpu, gate_profile="l4") for _ in engines],
+                [Samples() for _ in engines],
             )  # fmt: skip
-            env = gc.run_env(check_opts, key, port, engine_port, on_larger) | arm.env()
+            env = child.run_env(
+                opts.model, gpu, opts.cache_dir, key=key, port=port, engine_port=engine_port,
+                on_larger=on_larger, startup_timeout_s=opts.startup_timeout_s,
+            ) | arm.env()  # fmt: skip
             # The gateway admits as many decisions as its engines have seqs, as terraform/main.tf sets it.
             env["DGEMMA_MAX_CONCURRENT_DECISIONS"] = str(engine.engine_max_num_seqs * engine.engine_replicas)
             if arm.replicas > 1 and not on_larger:
@@ -330,7 +335,7 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
                 env[util] = f"{engine.engine_gpu_memory_utilization / arm.replicas:.4f}"
             stacks.append(stack)
             cache = "cold" if cold and not i else "warm"
-            stack.proc, stack.start = gc.start(stack.probe, check_opts, cache, env)
+            stack.proc, stack.start = child.start(env, logs, cache, opts.startup_timeout_s)
         first = stacks[0]
         assert first.start is not None
         run.start = asdict(first.start)
@@ -342,10 +347,10 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
             ("throughput", n, opts.seconds) for n in opts.clients
         ]
         t0 = time.monotonic()
-        with contextlib.ExitStack() as sampling:
+        with contextlib.ExitStack() as sampled:
             for st in stacks:
                 for probe, engine_url in zip(st.probes, st.engine_urls, strict=True):
-                    sampling.enter_context(gc.sampling(probe, [engine_url], t0))
+                    sampled.enter_context(sampling(probe, [engine_url], t0))
             for kind, clients, seconds in levels:
                 # The load split evenly between the copies; a level of fewer clients loads the first ones.
                 loaded = stacks[: min(clients, len(stacks))]
@@ -370,15 +375,13 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
                     summarize_level(
                         part, phase.stats, b, st.counters(),
                         st.queue(begun + SETTLE_S, ended),
-                        _window(st.probe.samples, begun + SETTLE_S, ended),
+                        _window(st.probe.gpu, begun + SETTLE_S, ended),
                         arm.capture_size(gpu),
                     )  # fmt: skip
                     parts.append(part)
                 level = combine_levels(parts)
                 run.levels.append(level)
-                run.peak_mib = (
-                    max((s.used_mib for s in first.probe.samples), default=baseline_mib) - baseline_mib
-                )
+                run.peak_mib = max((s.used_mib for s in first.probe.gpu), default=baseline_mib) - baseline_mib
                 _say(f"  {arm.name} @{clients}: {_level_line(level)}")
                 write(report, opts.out)
         if opts.overhead_rounds:
@@ -391,7 +394,7 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
             if st.proc is not None and st.start is not None:
                 st.start.stop_s, st.start.exit_code = st.proc.stop()
         if stacks and stacks[0].proc is not None and stacks[0].start is not None:
-            gc.stop(stacks[0].proc, stacks[0].start)
+            child.stop(stacks[0].proc, stacks[0].start)
             run.start = asdict(stacks[0].start)
             run.replica_starts = [asdict(st.start) for st in stacks[1:] if st.start is not None]
 
@@ -463,7 +466,7 @@ def run(opts: Options, command: str) -> Report:
         shutil.rmtree(opts.cache_dir)  # the first start is cold; later ones find what it compiled
     opts.cache_dir.mkdir(parents=True, exist_ok=True)
     report = Report(
-        host=gc.host_facts(),
+        host=host_facts(),
         command=command,
         plan=[a.name for a in opts.arms],
         latency_seconds=opts.latency_seconds,

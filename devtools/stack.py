@@ -18,15 +18,10 @@ import httpx
 
 from app.core.polling import wait_until
 from deploy.devstack.stack import DEV_MODELS
+from deploy.gpucheck.child import free_port as free_port  # the one, for the harnesses and tests
 from deploy.runtime.supervisor import READY_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -9,10 +9,9 @@ import json
 import shlex
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from deploy.gpucheck.check import Check, Start
+from deploy.gpucheck.record import Check, Start
 
 # (key in Start.phases, label, unit) in the order vLLM goes through them.
 PHASE_ROWS = (

@@ -52,7 +52,7 @@ from deploy.runtime.weights import client_from_env, parse_gs, sha256_file
 
 log = logging.getLogger("deploy.compile_cache")
 
-# Env var of each cache -> its directory under the local cache dir (as deploy/gpucheck/check.py).
+# Env var of each cache -> its directory under the local cache dir (as deploy/gpucheck/child.py).
 CACHE_ENV = {
     "VLLM_CACHE_ROOT": "vllm",
     "TORCHINDUCTOR_CACHE_DIR": "inductor",

@@ -12,9 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,45 +35,8 @@ GPUS: dict[str, float] = {
 }
 # What nvidia-smi calls each GPU (its `name` field contains this).
 GPU_NAMES: dict[str, str] = {"l4": "L4", "a100-40gb": "A100", "h100-80gb": "H100", "h200": "H200"}
-# Cloud Run mounts the driver's tools here; PATH may not include it.
-NVIDIA_SMI_DIRS = ("/usr/local/nvidia/bin", "/usr/bin")
 CUDA_CONTEXT_GIB = 1.0
 THOUGHT_TOKENS = 4  # "<|channel>thought\n<channel|>" sits between the prompt and the canvas
-
-
-@dataclass(frozen=True)
-class GpuServing:
-    """A GPU's serving defaults: what `EngineSettings` sizes the engine with on it unless told."""
-
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    replicas: int = 1  # engines on the one GPU
-
-
-# Measured on one H200 through the gateway (docs/engine-sizing-h200): more seqs made each engine step
-# slower (48 seqs: 0.60x the decisions per second of 32 at 32 clients, 8.7 steps/s against 21.6, and
-# 56 ms against 32 ms at one client), and 128 seqs with 8192 batched tokens did not start (its
-# 8192-token CUDA graph hit an illegal memory access at capture). So the 80+ GiB rows keep the l4's
-# batch, sized against their own memory rather than held to the L4's; on an H100 unmeasured. One
-# engine's step loop, not the H200, is its limit (GPU ~50 % busy): two engines on it gave 1.20-1.38x
-# the req/s of one at 32-128 clients through `dgemma run` (docs/engine-sizing-h200, run 4).
-SERVING: dict[str, GpuServing] = {
-    "l4": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096),
-    "a100-40gb": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096),
-    "h100-80gb": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096),
-    "h200": GpuServing(max_num_seqs=32, max_num_batched_tokens=4096, replicas=2),
-}
-# The largest CUDA graph the derived cap asks for: 2048 and 3072 captured and served on the H200, 8192
-# crashed at capture (8192 x the 262,144-token vocab is 2^31 logits, an int32 index's limit: the
-# suspect, not established); 4096 is below that, never captured yet.
-MAX_GRAPH_TOKENS = 4096
-
-
-def graph_capture_size(max_num_seqs: int, canvas: int, max_num_batched_tokens: int) -> int:
-    """The largest step to run as a CUDA graph: each read's canvas plus as many new prompt tokens
-    (2048 at 32 seqs held every step of docs/engine-arms-h200 in graphs), at most vLLM's batch and
-    `MAX_GRAPH_TOKENS`."""
-    return min(max_num_seqs * 2 * canvas, max_num_batched_tokens, MAX_GRAPH_TOKENS)
 
 
 class FitError(KitError, ValueError):
@@ -287,21 +247,6 @@ def budget(arch: Arch, profile: ServingProfile) -> Budget:
         ("CUDA context + workspace (estimate)", CUDA_CONTEXT_GIB, "typical"),
     ]
     return b
-
-
-def detect_gpu() -> tuple[str, float] | None:
-    """(name, memory in GiB) of the first GPU as nvidia-smi reports it, or None without one."""
-    path = os.environ.get("PATH", "") + os.pathsep + os.pathsep.join(NVIDIA_SMI_DIRS)
-    smi = shutil.which("nvidia-smi", path=path)
-    if smi is None:
-        return None
-    query = [smi, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"]
-    try:
-        out = subprocess.run(query, capture_output=True, text=True, timeout=30, check=True).stdout
-        name, mib = out.strip().splitlines()[0].rsplit(",", 1)
-        return name.strip(), float(mib) / 1024
-    except (subprocess.SubprocessError, OSError, ValueError, IndexError):
-        return None
 
 
 def check_gpu(profile: ServingProfile, found: tuple[str, float] | None, *, on_larger: bool = False) -> str:

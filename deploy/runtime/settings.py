@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from app.core.config import KitSettings
-from deploy.runtime.gpu_budget import SERVING, graph_capture_size
+from deploy.runtime.serving import SERVING, graph_capture_size
 
 # How the image gets its weights (deploy/cloud/host_budget.py sizes each; docs/deploy.md).
 WeightsMode = Literal["baked", "download", "gcs_fuse"]

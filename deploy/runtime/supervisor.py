@@ -242,12 +242,12 @@ def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
         budget,
         check_fits,
         check_gpu,
-        detect_gpu,
         load_config,
         profile_for,
         scheduling_flags,
         vllm_flags,
     )
+    from deploy.runtime.nvidia_smi import detect_gpu
 
     config = load_config(engine.model_dir)
     profile = profile_for(engine, config)
@@ -413,7 +413,7 @@ class Supervisor:
         the background. Whether every engine is healthy."""
         cache = outcome = None
         if self.compile_cache_url:
-            from deploy.runtime.gpu_budget import detect_gpu
+            from deploy.runtime.nvidia_smi import detect_gpu
 
             found = detect_gpu()
             cache = compile_cache.for_engine(

@@ -12,7 +12,8 @@ import pytest
 
 from app.core.config import ConfigError
 from app.gateway.settings import GatewaySettings
-from deploy.gpucheck.check import Sample, engine_counters
+from deploy.gpucheck.metrics import engine_counters
+from deploy.gpucheck.record import Sample
 from deploy.runtime.gpu_budget import BIG_CONFIG
 from deploy.runtime.settings import SupervisorSettings
 from deploy.runtime.supervisor import engine_command
@@ -252,7 +253,7 @@ def test_replicas_must_be_a_small_count() -> None:
 def test_a_stack_of_two_engines_sums_their_counters_and_queues() -> None:
     """An `engine_replicas` arm reads every engine of its stack: counters add up, and the queues
     sampled apart add up per second."""
-    from deploy.gpucheck import check as gc
+    from deploy.gpucheck.sampling import Samples
     from devtools.engine_arms import _Stack
     from devtools.instant_engine import metrics
     from devtools.metadata import serving
@@ -262,7 +263,7 @@ def test_a_stack_of_two_engines_sums_their_counters_and_queues() -> None:
         return serving(lambda _seen: (200, {"content-type": "text/plain"}, body))
 
     with engine(3, 2) as one, engine(5, 4) as two:
-        probes = [gc.Check(host={}, profile="h200", gate_profile="l4") for _ in range(2)]
+        probes = [Samples() for _ in range(2)]
         stack = _Stack("http://gateway", [one.url, two.url], probes)
         counters = stack.counters()
     assert counters["prefix_cache_queries"] == (3 + 5) * 64 and counters["running"] == 2 + 4

@@ -130,16 +130,19 @@ def test_two_engines_on_one_gpu_behind_one_gateway(
 
     import httpx
 
-    from deploy.gpucheck import check as gc
+    from deploy.gpucheck import child
     from tests.helpers.gateway import NOUL, decision
 
     for name, value in gpu_host.items():
         monkeypatch.setenv(name, value)
-    opts = gc.Options(model=checkpoint, out=tmp_path / "out", profile_gpu="h200", cache_dir=tmp_path / "cc")
-    opts.out.mkdir()
-    key, port, engine_port = secrets.token_urlsafe(16), gc._free_port(), gc._free_port()
-    env = gc.run_env(opts, key, port, engine_port, False) | {"DGEMMA_ENGINE_REPLICAS": "2"}
-    proc, start = gc.start(gc.Check(host={}, profile="h200", gate_profile="l4"), opts, "cold", env)
+    out = tmp_path / "out"
+    out.mkdir()
+    key, port, engine_port = secrets.token_urlsafe(16), child.free_port(), child.free_port()
+    env = child.run_env(
+        checkpoint, "h200", tmp_path / "cc", key=key, port=port, engine_port=engine_port, on_larger=False,
+        startup_timeout_s=1700.0,
+    ) | {"DGEMMA_ENGINE_REPLICAS": "2"}  # fmt: skip
+    proc, start = child.start(env, out, "cold", 1700.0)
     try:
 
         async def decide(n: int) -> list[int]:
@@ -165,10 +168,10 @@ def test_two_engines_on_one_gpu_behind_one_gateway(
         assert asyncio.run(decide(12)) == [200] * 12
         after = served()
     finally:
-        gc.stop(proc, start)
+        child.stop(proc, start)
     assert all(b < a for b, a in zip(before, after, strict=True)), (before, after)  # both answered some
     assert start.exit_code == 0
-    log = (opts.out / "run-cold.log").read_text()
+    log = (out / "run-cold.log").read_text()
     assert "started engine-1" in log and "started engine-2" in log
     argvs = [
         json.loads(line[line.index("{") :])["argv"] for line in log.splitlines() if '"started engine-' in line

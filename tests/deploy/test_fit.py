@@ -9,23 +9,20 @@ import pytest
 
 from deploy.runtime.gpu_budget import (
     BIG_CONFIG,
-    MAX_GRAPH_TOKENS,
-    SERVING,
     Arch,
     FitError,
     GiB,
-    GpuServing,
     ServingProfile,
     budget,
     check_fits,
     fit,
-    graph_capture_size,
     load_arch,
     load_config,
     profile_for,
     vllm_flags,
     weight_bytes,
 )
+from deploy.runtime.serving import MAX_GRAPH_TOKENS, SERVING, GpuServing, graph_capture_size
 from deploy.runtime.settings import EngineSettings
 
 pytestmark = pytest.mark.unit

@@ -7,16 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from deploy.gpucheck.check import (
-    Check,
-    Sample,
-    Start,
-    _free_ports,
-    engine_counters,
-    engines_counters,
-    memory,
-    parse_start_log,
-)
+from deploy.gpucheck.check import memory
+from deploy.gpucheck.child import free_ports
+from deploy.gpucheck.metrics import engine_counters, engines_counters
+from deploy.gpucheck.record import Check, Sample, Start
+from deploy.gpucheck.startlog import parse_start_log
 from deploy.runtime.gpu_budget import BIG_CONFIG, GPUS, ServingProfile, budget, load_arch
 from deploy.runtime.supervisor import parse_vllm_line
 
@@ -118,7 +113,7 @@ def test_the_engines_on_one_gpu_are_read_together() -> None:
 def test_the_engines_ports_are_free_in_a_row() -> None:
     import socket
 
-    first = _free_ports(3)
+    first = free_ports(3)
     for port in range(first, first + 3):
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))  # raises if taken
