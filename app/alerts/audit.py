@@ -65,8 +65,7 @@ class AuditRecord(StrictModel):
     def of(
         cls, page: Page, *, event: Event, mode: Mode, would: Page | None = None, source_label: str
     ) -> AuditRecord:
-        answers = (would or page).answers
-        team = str(answers["team"]["choice"]) if answers else None
+        read = (would or page).router_answers
         return cls(
             **_alert_fields(page.alert, source_label),
             at=dt.datetime.now(dt.UTC),
@@ -77,9 +76,9 @@ class AuditRecord(StrictModel):
             severity=page.severity,
             classified=page.classified,
             low_confidence=page.low_confidence,
-            p_page=float(answers["page"]["noul"]) if answers else None,
-            team=team,
-            p_team=float(answers["team"]["probabilities"][team]) if answers and team else None,
+            p_page=read.p_page if read else None,
+            team=read.team if read else None,
+            p_team=read.p_team if read else None,
             reason=page.reason,
             rules=list(page.rules),
             would=None

@@ -37,7 +37,7 @@ from pydantic import Field, StrictBool, ValidationError
 
 from app.alerts.formats import describe, parse
 from app.alerts.policy import Policy
-from app.alerts.records import Alert, Page, Severity, Source
+from app.alerts.records import Alert, Page, RouterAnswers, Severity, Source
 from app.core.config import ConfigError
 from app.core.errors import KitError, ServiceError
 from app.core.models import StrictModel
@@ -185,23 +185,21 @@ class Row:
     """One alert: its labels, the gateway's answers and the policy's decision (what the router does)."""
 
     item: Labelled
-    answers: dict[str, Any] | None  # None: a rule decided without asking the model
-    calibrated: frozenset[str]
+    answers: RouterAnswers | None  # None: a rule decided without asking the model
     page: Page
 
     @property
     def p_page(self) -> float | None:
-        return None if self.answers is None else float(self.answers["page"]["noul"])
+        return None if self.answers is None else self.answers.p_page
 
     @property
     def team(self) -> str | None:
         """The model's team (its route may still be the fallback one, below `team_confidence`)."""
-        return None if self.answers is None else str(self.answers["team"]["choice"])
+        return None if self.answers is None else self.answers.team
 
     @property
     def p_team(self) -> float | None:
-        a = self.answers
-        return None if a is None else float(a["team"]["probabilities"][a["team"]["choice"]])
+        return None if self.answers is None else self.answers.p_team
 
     @property
     def paged(self) -> bool:
@@ -209,13 +207,11 @@ class Row:
 
     def under(self, policy: Policy) -> Page:
         """The decision another policy makes on the same answers."""
-        return policy.decide(self.item.alert, self.answers, calibrated=self.calibrated)
+        return policy.decide(self.item.alert, self.answers)
 
 
-def decided(
-    item: Labelled, answers: dict[str, Any] | None, policy: Policy, calibrated: frozenset[str] = frozenset()
-) -> Row:
-    return Row(item, answers, calibrated, policy.decide(item.alert, answers, calibrated=calibrated))
+def decided(item: Labelled, answers: RouterAnswers | None, policy: Policy) -> Row:
+    return Row(item, answers, policy.decide(item.alert, answers))
 
 
 async def classify(
@@ -238,11 +234,11 @@ async def classify(
             return decided(item, None, policy)
         async with gate:
             try:
-                answers, calibrated = await gateway.answers(policy.request(item.alert))
+                answers = RouterAnswers.of(await gateway.response(policy.request(item.alert)))
             except ServiceError as e:
                 raise AlertEvalError(f"{item.where} (alert {item.index}, {item.alert.title}): {e}") from None
         progress()
-        return decided(item, answers, policy, calibrated)
+        return decided(item, answers, policy)
 
     tasks = [asyncio.ensure_future(one(item)) for item in items]
     try:
@@ -507,9 +503,9 @@ def row_json(r: Row) -> dict[str, Any]:
             "p_page": r.p_page,
             "team": r.team,
             "p_team": r.p_team,
-            "severity_score": float(r.answers["severity"]["score"]),
+            "severity_score": r.answers.severity_score,
         },
-        "calibrated": sorted(r.calibrated),
+        "calibrated": sorted(r.answers.calibrated) if r.answers is not None else [],
         "action": page.action,
         "route": page.route,
         "severity": page.severity,

@@ -135,7 +135,9 @@ class Episode:
     async def choose(self, page: Page, fact: str = CHOSEN) -> tuple[Page, bool]:
         """Make `page` the episode's decision: (page, True), or (the page another process decided
         first, False)."""
-        body = {"page": _PAGE.dump_python(page, mode="json"), "owner": self.ledger.owner}
+        # The answers are kept (`answers`); the policy's reading of them is this process's (Page).
+        page_json = _PAGE.dump_python(page, mode="json", exclude={"router_answers"})
+        body = {"page": page_json, "owner": self.ledger.owner}
         created = await self.store.create(self.prefix + fact, body)
         self.facts.add(fact)
         if created is not None:

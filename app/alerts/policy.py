@@ -3,20 +3,24 @@ answers into page / ticket / drop, the uncertain band, the rules and the severit
 model, teams and their routes, and the sinks.
 
 `Policy.request(alert)` is the Jev request for one alert; `Policy.decide(alert, answers)` the one
-decision function (answers None: a rule decides without the model); `Policy.fallback(alert, reason)`
-the page that goes out unclassified; `Policy.as_sent(alert)` shadow mode's page.
+decision function (answers None: a rule decides without the model): the model's verdict, then small
+steps in order (the rule, the severity floor, the route's drop switch, an unsure team), each returning
+a new `Verdict`; `Policy.fallback(alert, reason)` the page that goes out unclassified;
+`Policy.as_sent(alert)` shadow mode's page.
 """
 
 from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from app.alerts.records import Action, Alert, Page, Severity
+from app.alerts.records import Action, Alert, Page, RouterAnswers, Severity
 from app.alerts.rules import Floor, Rule, at_least
 from app.alerts.sinks import SinkConfig, SinkConfigError, parse_sink_configs
 from app.core.config import ConfigError
@@ -208,99 +212,26 @@ class Policy:
         value = alert.labels.get(self.spec.floor.label, "").strip().lower()
         return next((level for level in self.spec.severity.levels if level == value), None)
 
-    def decide(
-        self,
-        alert: Alert,
-        answers: dict[str, Any] | None,
-        *,
-        calibrated: frozenset[str] = frozenset(),
-    ) -> Page:
-        """The action, route and severity for an alert: the model's answers through the thresholds
-        and the uncertain band, then the alert's rule (its action and team replace the model's), the
-        severity floor (unless the rule set the action) and the routes' drop switch. `answers` None:
-        a rule that never classifies decides alone. `calibrated`: the questions whose probabilities
-        the gateway scaled by its calibration file; the reason says which thresholds met them."""
+    def decide(self, alert: Alert, answers: RouterAnswers | None) -> Page:
+        """The action, route and severity for an alert: the model's verdict (`model_verdict`), then
+        each of `STEPS` in order. `answers` None: a rule that never classifies decides alone."""
         rule = self.rule_for(alert)
         if answers is None:
             if rule is None or rule.classify or rule.action is None:
                 raise ValueError(f"{alert.key}: no answers, and no rule decides without the model")
-            route = self.spec.teams[rule.team].route if rule.team else self.fallback_route
-            return Page(
-                alert=alert,
+            verdict = Verdict(
                 action=rule.action,
-                route=route,
-                severity=self.source_level(alert) or ("error" if rule.action == "page" else "warning"),
-                classified=False,
-                reason=f"rule {rule.name}: {rule.action}, not classified",
+                route=self.spec.teams[rule.team].route if rule.team else self.fallback_route,
+                level=self.source_level(alert) or ("error" if rule.action == "page" else "warning"),
+                reasons=(f"rule {rule.name}: {rule.action}, not classified",),
                 rules=(rule.name,),
             )
-        t = self.spec.thresholds
-        levels = self.spec.severity.levels
-        p_page = float(answers["page"]["noul"])
-        team = str(answers["team"]["choice"])
-        p_team = float(answers["team"]["probabilities"][team])
-        # Half up (round() would take 2.5 to 2): the expected level, nearest first.
-        nearest = math.floor(float(answers["severity"]["score"]) + 0.5)
-        level = levels[min(len(levels) - 1, max(0, nearest))]
-        severe = levels.index(level) >= levels.index(t.page_severity)
-        action: Action
-        low_confidence = False
-        if p_page >= t.page or severe:
-            action, reason = (
-                "page",
-                f"p(page) {p_page:.2f} >= {t.page}" if p_page >= t.page else f"severity {level}",
-            )
-        elif p_page >= t.uncertain:
-            action, low_confidence = "page", True
-            reason = f"p(page) {p_page:.2f} in the uncertain band [{t.uncertain}, {t.page})"
-        elif p_page >= t.ticket:
-            action, reason = "ticket", f"p(page) {p_page:.2f} in [{t.ticket}, {t.uncertain})"
-        else:
-            action, reason = "drop", f"p(page) {p_page:.2f} < {t.ticket}"
-        if "page" in calibrated:
-            reason += " (calibrated)"
-        acted: list[str] = []
-        route = self.spec.teams[team].route
-        if rule is not None and rule.team is not None:
-            route = self.spec.teams[rule.team].route
-            reason += f"; rule {rule.name}: team {rule.team}"
-        if rule is not None and rule.action is not None:
-            if rule.action != action:
-                reason += f"; rule {rule.name}: {rule.action}"
-                low_confidence = False
-            action = rule.action
-        else:
-            floor = self.spec.floor.of(alert)
-            if floor is not None and at_least(action, floor[0]) != action:
-                action, low_confidence = floor[0], False
-                reason += f"; the sender's {self.spec.floor.label} {floor[1]}: at least {floor[0]}"
-                acted.append("floor")
-                source = self.source_level(alert)  # the page says what its sender said, at least
-                if source is not None and levels.index(source) > levels.index(level):
-                    level = source
-            if action == "drop" and not self.spec.routes[route].drop:  # the owner's route decides
-                action = "ticket"
-                reason += f"; route {route} does not drop: a ticket"
-        unsure_team = rule is None or rule.team is None
-        if unsure_team and p_team < t.team_confidence and action != "drop":
-            route, low_confidence = self.fallback_route, True
-            reason += f"; team {team} only {p_team:.2f} < {t.team_confidence}: the fallback route"
-            if "team" in calibrated:
-                reason += " (calibrated)"
-        if rule is not None:
-            acted.insert(0, rule.name)
-        return Page(
-            alert=alert,
-            action=action,
-            route=route,
-            severity=level,
-            classified=True,
-            low_confidence=low_confidence,
-            answers=answers,
-            reason=reason,
-            calibrated="page" in calibrated,
-            rules=tuple(acted),
-        )
+            return verdict.page(alert, None)
+        case = Case(self, alert, rule, answers)
+        verdict = model_verdict(case)
+        for step in STEPS:
+            verdict = step(case, verdict)
+        return verdict.page(alert, answers)
 
     def fallback(self, alert: Alert, reason: str) -> Page:
         """The page that goes out before (or without) the model's answer: never lost, never silent.
@@ -327,3 +258,151 @@ class Policy:
             classified=False,
             reason="shadow mode: paged as sent",
         )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A decision as the steps make it: each step returns a new one."""
+
+    action: Action
+    route: str
+    level: Severity
+    low_confidence: bool = False
+    reasons: tuple[str, ...] = ()  # each step's clause; the page's reason joins them with "; "
+    rules: tuple[str, ...] = ()  # the rules that acted, and "floor"
+
+    def page(self, alert: Alert, answers: RouterAnswers | None) -> Page:
+        """The page of this verdict; `answers` None: decided without the model (unclassified)."""
+        return Page(
+            alert=alert,
+            action=self.action,
+            route=self.route,
+            severity=self.level,
+            classified=answers is not None,
+            low_confidence=self.low_confidence,
+            answers=answers.wire if answers is not None else {},
+            reason="; ".join(self.reasons),
+            calibrated=answers is not None and "page" in answers.calibrated,
+            rules=self.rules,
+            router_answers=answers,
+        )
+
+
+@dataclass(frozen=True)
+class Case:
+    """What the steps read: the policy, the alert, its rule (the first that matches) and the answers."""
+
+    policy: Policy
+    alert: Alert
+    rule: Rule | None
+    answers: RouterAnswers
+
+
+def model_verdict(case: Case) -> Verdict:
+    """p(page) through the thresholds and the uncertain band (a level at or above `page_severity`
+    pages whatever p(page)), on the model's team's route, at the expected level."""
+    spec, a = case.policy.spec, case.answers
+    t, levels = spec.thresholds, spec.severity.levels
+    # Half up (round() would take 2.5 to 2): the expected level, nearest first.
+    level = levels[min(len(levels) - 1, max(0, math.floor(a.severity_score + 0.5)))]
+    action: Action
+    low_confidence = False
+    if a.p_page >= t.page:
+        action, why = "page", f"p(page) {a.p_page:.2f} >= {t.page}"
+    elif levels.index(level) >= levels.index(t.page_severity):
+        action, why = "page", f"severity {level}"
+    elif a.p_page >= t.uncertain:
+        action, low_confidence = "page", True
+        why = f"p(page) {a.p_page:.2f} in the uncertain band [{t.uncertain}, {t.page})"
+    elif a.p_page >= t.ticket:
+        action, why = "ticket", f"p(page) {a.p_page:.2f} in [{t.ticket}, {t.uncertain})"
+    else:
+        action, why = "drop", f"p(page) {a.p_page:.2f} < {t.ticket}"
+    if "page" in a.calibrated:
+        why += " (calibrated)"
+    return Verdict(action, spec.teams[a.team].route, level, low_confidence, (why,))
+
+
+def _named(v: Verdict, rule: Rule) -> tuple[str, ...]:
+    return v.rules if rule.name in v.rules else (*v.rules, rule.name)
+
+
+def rule_team(case: Case, v: Verdict) -> Verdict:
+    """The rule's team replaces the model's."""
+    rule = case.rule
+    if rule is None or rule.team is None:
+        return v
+    return replace(
+        v,
+        route=case.policy.spec.teams[rule.team].route,
+        reasons=(*v.reasons, f"rule {rule.name}: team {rule.team}"),
+        rules=_named(v, rule),
+    )
+
+
+def rule_action(case: Case, v: Verdict) -> Verdict:
+    """The rule's action replaces the model's (and is sure: it is not the uncertain band's)."""
+    rule = case.rule
+    if rule is None or rule.action is None:
+        return v
+    if rule.action == v.action:
+        return replace(v, rules=_named(v, rule))
+    return replace(
+        v,
+        action=rule.action,
+        low_confidence=False,
+        reasons=(*v.reasons, f"rule {rule.name}: {rule.action}"),
+        rules=_named(v, rule),
+    )
+
+
+def _rule_acted(case: Case) -> bool:
+    return case.rule is not None and case.rule.action is not None
+
+
+def severity_floor(case: Case, v: Verdict) -> Verdict:
+    """At least the action the sender's severity asks for (unless a rule set the action); the page
+    then says what its sender said, at least."""
+    floor = case.policy.spec.floor
+    least = floor.of(case.alert)
+    if _rule_acted(case) or least is None or at_least(v.action, least[0]) == v.action:
+        return v
+    levels, level = case.policy.spec.severity.levels, v.level
+    source = case.policy.source_level(case.alert)
+    if source is not None and levels.index(source) > levels.index(level):
+        level = source
+    return replace(
+        v,
+        action=least[0],
+        low_confidence=False,
+        level=level,
+        reasons=(*v.reasons, f"the sender's {floor.label} {least[1]}: at least {least[0]}"),
+        rules=(*v.rules, "floor"),
+    )
+
+
+def route_drop(case: Case, v: Verdict) -> Verdict:
+    """A drop on a route that does not drop is a ticket (the owner's route decides; unless a rule
+    set the action)."""
+    if _rule_acted(case) or v.action != "drop" or case.policy.spec.routes[v.route].drop:
+        return v
+    return replace(v, action="ticket", reasons=(*v.reasons, f"route {v.route} does not drop: a ticket"))
+
+
+def unsure_team(case: Case, v: Verdict) -> Verdict:
+    """The model's team below `team_confidence` (and no rule's team): what is sent goes to the
+    fallback route."""
+    a, t = case.answers, case.policy.spec.thresholds
+    ruled = case.rule is not None and case.rule.team is not None
+    if ruled or v.action == "drop" or not a.p_team < t.team_confidence:  # a NaN is not below
+        return v
+    why = f"team {a.team} only {a.p_team:.2f} < {t.team_confidence}: the fallback route"
+    if "team" in a.calibrated:
+        why += " (calibrated)"
+    return replace(v, route=case.policy.fallback_route, low_confidence=True, reasons=(*v.reasons, why))
+
+
+Step = Callable[[Case, Verdict], Verdict]
+# In this order: a rule's team before the drop switch reads the route; the floor before the drop
+# switch (a floored drop is no drop); an unsure team last, on what will be sent.
+STEPS: tuple[Step, ...] = (rule_team, rule_action, severity_floor, route_drop, unsure_team)

@@ -11,11 +11,10 @@ import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from app.alerts.formats import parse
 from app.alerts.policy import Policy
-from app.alerts.records import SOURCES, Alert
+from app.alerts.records import SOURCES, Alert, RouterAnswers
 from app.core.config import ConfigError
 from app.core.errors import ServiceError
 from app.jev.client import JevClient
@@ -31,7 +30,7 @@ class Row:
     action: str
     route: str
     severity: str
-    answers: dict[str, Any]
+    answers: RouterAnswers | None  # None: not classified
     reason: str
 
 
@@ -66,18 +65,19 @@ async def replay(alerts: list[Alert], policy: Policy, gateway: JevClient, concur
 
     async def one(alert: Alert) -> Row:
         if alert.status == "resolved":
-            return Row(alert, "resolve", "-", "-", {}, "resolved: the sinks that paged it get the resolution")
+            why = "resolved: the sinks that paged it get the resolution"
+            return Row(alert, "resolve", "-", "-", None, why)
         rule = policy.rule_for(alert)
         if rule is not None and not rule.classify:  # as the router: the model is never asked
             page = policy.decide(alert, None)
-            return Row(alert, page.action, page.route, page.severity, {}, page.reason)
+            return Row(alert, page.action, page.route, page.severity, None, page.reason)
         async with gate:
             try:
-                answers, calibrated = await gateway.answers(policy.request(alert))
+                answers = RouterAnswers.of(await gateway.response(policy.request(alert)))
             except ServiceError as e:
                 page = policy.fallback(alert, str(e))
-                return Row(alert, "page (fallback)", page.route, page.severity, {}, page.reason)
-        page = policy.decide(alert, answers, calibrated=calibrated)
+                return Row(alert, "page (fallback)", page.route, page.severity, None, page.reason)
+        page = policy.decide(alert, answers)
         return Row(alert, page.action, page.route, page.severity, answers, page.reason)
 
     return list(await asyncio.gather(*(one(a) for a in alerts)))

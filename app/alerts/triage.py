@@ -42,7 +42,7 @@ from app.alerts.errors import DeliveryFailed
 from app.alerts.ledger import CHOSEN, CLASSIFY, RESOLVED, UPDATED, Claim, Episode, Ledger, Pending
 from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
-from app.alerts.records import Alert, Page
+from app.alerts.records import Alert, Page, RouterAnswers
 from app.alerts.sinks import Sink, SinkError
 from app.alerts.store import FailoverStore, ObjectStore, Served, deadline, served
 from app.core.errors import EngineUnavailable, ServiceError
@@ -215,7 +215,7 @@ class Triage:
         answered = await self._classify(alert, gate, until)
         if isinstance(answered, Unclassified):
             return await self._fallback(ep, answered.page, retry=answered.retry)
-        page = self.policy.decide(alert, answered[0], calibrated=answered[1])
+        page = self.policy.decide(alert, answered)
         self.metrics.classified.labels(page.action).inc()
         return await self._decided(ep, page)
 
@@ -230,13 +230,13 @@ class Triage:
 
     async def _classify(
         self, alert: Alert, gate: asyncio.Semaphore, until: float
-    ) -> tuple[dict[str, Any], frozenset[str]] | Unclassified:
+    ) -> RouterAnswers | Unclassified:
         """The answers by `until` (the delivery's arrival plus the budget: the wait for a free slot
         and the ledger's calls before it count), or the fallback page saying why there are none."""
 
-        async def gated() -> tuple[dict[str, Any], frozenset[str]]:
+        async def gated() -> RouterAnswers:
             async with gate:
-                return await self.gateway.answers(self.policy.request(alert))
+                return RouterAnswers.of(await self.gateway.response(self.policy.request(alert)))
 
         started = time.perf_counter()
         try:
@@ -272,7 +272,7 @@ class Triage:
                     would = (
                         answered.page
                         if isinstance(answered, Unclassified)
-                        else self.policy.decide(alert, answered[0], calibrated=answered[1])
+                        else self.policy.decide(alert, answered)
                     )
                 self._record(sent, would=would)
         return "shadow" if won else "duplicate"
@@ -486,18 +486,18 @@ class Triage:
                 with contextlib.suppress(asyncio.CancelledError):
                     await ep.release(held)  # at shutdown too: the next process takes it over at once
 
-    async def _try_classify(self, alert: Alert) -> tuple[dict[str, Any], frozenset[str]] | None:
+    async def _try_classify(self, alert: Alert) -> RouterAnswers | None:
         if not await self.gateway.ready(timeout_s=30.0):  # also what starts a scaled-to-zero instance
             return None
         try:
-            return await self.gateway.answers(self.policy.request(alert))
+            return RouterAnswers.of(await self.gateway.response(self.policy.request(alert)))
         except ServiceError as e:
             log.info("classification of %s not yet: %s", alert.key, e)
             return None
 
-    async def _update(self, alert: Alert, answered: tuple[dict[str, Any], frozenset[str]]) -> None:
+    async def _update(self, alert: Alert, answered: RouterAnswers) -> None:
         """The classification onto the fallback page's sinks (the same incident), retried until it lands."""
-        decided = self.policy.decide(alert, answered[0], calibrated=answered[1])
+        decided = self.policy.decide(alert, answered)
         self.metrics.classified.labels(f"late-{decided.action}").inc()
         for attempt in range(5):
             try:

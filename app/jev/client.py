@@ -63,8 +63,8 @@ class Retry:
 
 
 class JevClient:
-    """`decide(body)` -> a decision's whole response; `answers(request)` -> its answers and the names
-    the service calibrated; `models()`; `ready()` -> whether it answers now (on a scaled-to-zero Cloud
+    """`decide(body)` -> a decision's whole response as JSON; `response(request)` -> the same, as the
+    wire's response model; `models()`; `ready()` -> whether it answers now (on a scaled-to-zero Cloud
     Run service, the request that starts an instance)."""
 
     def __init__(
@@ -126,12 +126,9 @@ class JevClient:
         response model. Raises a ServiceError when it cannot be had (see the module's docstring)."""
         return (await self._decided(body))[1]
 
-    async def answers(self, request: SystemOneRequest) -> tuple[dict[str, Any], frozenset[str]]:
-        """A decision's answers (probabilities included), as JSON, and the names of those the service
-        calibrated."""
-        response, _ = await self._decided(request)
-        answers: dict[str, Any] = response.model_dump(mode="json")["answers"]
-        return answers, frozenset(name for name, d in response.diagnostics.items() if d.calibrated)
+    async def response(self, request: SystemOneRequest) -> SystemOneResponse:
+        """One decision's response, as the wire's model (typed answers and diagnostics)."""
+        return (await self._decided(request))[0]
 
     async def _decided(
         self, body: SystemOneRequest | Mapping[str, Any]

@@ -211,8 +211,8 @@ def _replay(settings: AlertRouterSettings, file: Path, tokens: IdTokens | None) 
         table.add_column(column)
     for row in asyncio.run(classify()):
         a = row.answers
-        p_page = f"{a['page']['noul']:.2f}" if a else "-"
-        team = f"{a['team']['choice']} ({a['team']['probabilities'][a['team']['choice']]:.2f})" if a else "-"
+        p_page = f"{a.p_page:.2f}" if a else "-"
+        team = f"{a.team} ({a.p_team:.2f})" if a else "-"
         table.add_row(
             row.alert.title, row.alert.status, p_page, team, row.severity, row.action, row.route, row.reason
         )

@@ -41,7 +41,7 @@ from app.alerts.evaluation import (
     without_severity,
 )
 from app.alerts.policy import Policy, Thresholds
-from app.alerts.records import Action, Alert, Page, Severity
+from app.alerts.records import Action, Alert, Page, RouterAnswers, Severity
 from app.gateway.main import create_app
 from deploy.cli import main
 from tests.helpers.gateway import ScriptedEngine, gateway_settings, serving
@@ -118,9 +118,9 @@ def _alert(title: str, **labels: str) -> Alert:
     )  # fmt: skip
 
 
-def _answers(p: float, team: str = "database", level: int = 1, p_team: float = 0.8) -> dict[str, Any]:
+def _answers(p: float, team: str = "database", level: int = 1, p_team: float = 0.8) -> RouterAnswers:
     others = [t for t in ("database", "network", "application") if t != team]
-    return {
+    wire = {
         "page": {"type": "noul", "noul": p},
         "team": {
             "type": "choice", "choice": team, "confidence": p_team,
@@ -129,6 +129,7 @@ def _answers(p: float, team: str = "database", level: int = 1, p_team: float = 0
         "severity": {"type": "score", "score": float(level), "confidence": 0.9, "legend": {},
                      "probabilities": {}},
     }  # fmt: skip
+    return RouterAnswers(p, team, p_team, float(level), wire=wire)
 
 
 def _item(title: str, page: bool, team: str = "database", severity: Severity = "warning") -> Labelled:
@@ -145,10 +146,10 @@ def _hand(
     )
     answers = _answers(0.5, team)
     page = Page(
-        alert=item.alert, action=action, route=team, severity=severity, classified=True, answers=answers,
-        reason="by hand",
+        alert=item.alert, action=action, route=team, severity=severity, classified=True,
+        answers=answers.wire, reason="by hand",
     )  # fmt: skip
-    return Row(item, answers, frozenset(), page)
+    return Row(item, answers, page)
 
 
 @pytest.mark.unit
@@ -182,8 +183,8 @@ def test_teams_are_the_models_answer_and_severity_is_scored_exact_and_within_one
     ]  # fmt: skip
     # A rule that decided without the model: no team answer, so not in the team figures.
     alone = rows[0].item
-    rows.append(Row(alone, None, frozenset(), Page(alert=alone.alert, action="page", route="oncall",
-                                                   severity="critical", classified=False)))  # fmt: skip
+    rows.append(Row(alone, None, Page(alert=alone.alert, action="page", route="oncall",
+                                      severity="critical", classified=False)))  # fmt: skip
     assert team_accuracy(rows) == Ratio(2, 4)
     teams = ["database", "network", "application"]
     assert confusion(rows, teams) == {
@@ -279,11 +280,9 @@ class Ticketing(Policy):
     """A policy that tickets every expected page below p(page) 0.5 whatever the threshold (as a
     rule would)."""
 
-    def decide(
-        self, alert: Alert, answers: dict[str, Any] | None, *, calibrated: frozenset[str] = frozenset()
-    ) -> Page:
-        page = super().decide(alert, answers, calibrated=calibrated)
-        low = answers is not None and answers["page"]["noul"] < 0.5 and alert.title.startswith("page-")
+    def decide(self, alert: Alert, answers: RouterAnswers | None) -> Page:
+        page = super().decide(alert, answers)
+        low = answers is not None and answers.p_page < 0.5 and alert.title.startswith("page-")
         return dataclasses.replace(page, action="ticket") if low else page
 
 

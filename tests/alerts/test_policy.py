@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from app.alerts.policy import Policy, PolicyError
-from app.alerts.records import Alert
+from app.alerts.records import Alert, RouterAnswers
 from app.alerts.settings import DEFAULT_POLICY
 from app.alerts.sinks.config import PagerDutyConfig
 
@@ -19,12 +18,8 @@ pytestmark = pytest.mark.unit
 ALERT = Alert(source="alertmanager", key="alertmanager:f1", status="firing", title="DiskFull", summary="97%")
 
 
-def answers(p_page: float, team: str = "database", p_team: float = 0.9, score: float = 1.0) -> dict[str, Any]:
-    return {
-        "page": {"type": "noul", "noul": p_page},
-        "team": {"type": "choice", "choice": team, "probabilities": {team: p_team}},
-        "severity": {"type": "score", "score": score},
-    }
+def answers(p_page: float, team: str = "database", p_team: float = 0.9, score: float = 1.0) -> RouterAnswers:
+    return RouterAnswers(p_page=p_page, team=team, p_team=p_team, severity_score=score)
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from app.core.errors import EngineUnavailable
 from app.gateway.decisions.calibration_file import Calibration, Fit
 from app.gateway.main import create_app
 from app.jev.client import JevClient
-from app.jev.wire import ReadPolicy
+from app.jev.wire import ReadPolicy, SystemOneResponse
 from tests.helpers.gateway import ScriptedEngine, gateway_settings
 
 pytestmark = pytest.mark.inprocess
@@ -153,11 +153,11 @@ class CountingGateway(JevClient):
 
     in_flight = peak = 0
 
-    async def answers(self, request: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    async def response(self, request: Any) -> SystemOneResponse:
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         try:
-            return await super().answers(request)
+            return await super().response(request)
         finally:
             self.in_flight -= 1
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from app.core.errors import EngineBadAnswer, InvalidRequest, Unsupported
 from app.gateway.decisions.calibration import scaled
@@ -27,7 +27,7 @@ from app.gateway.decisions.plan import (
 )
 from app.gateway.decisions.policy import Combined, combine, normalized_entropy
 from app.gateway.engine import Engine
-from app.jev.wire import BoxQuestion, ReadPolicy, SystemOneRequest
+from app.jev.wire import BoxQuestion, Content, ReadPolicy, SystemOneRequest
 
 Job = tuple[int, int]  # (spec index, order index)
 # Engine calls one decision keeps in flight. vLLM decodes max-num-seqs (32) reads at once, so four
@@ -35,11 +35,57 @@ Job = tuple[int, int]  # (spec index, order index)
 CALLS_IN_FLIGHT = 4
 
 
-@dataclass
+# A decision's parts as JSON, typed: the shapes of the wire's response models (app/jev/wire.py), built
+# as plain dicts because orjson encodes those as they are, where a model would cost every decision
+# its validation and its dump (tests/gateway/test_decision_json.py keeps the two in step).
+
+
+class NoulJson(TypedDict):
+    type: Literal["noul"]
+    noul: float
+
+
+class ChoiceJson(TypedDict):
+    type: Literal["choice"]
+    choice: str
+    confidence: float
+    probabilities: dict[str, float]
+
+
+class ScoreJson(TypedDict):
+    type: Literal["score"]
+    score: float
+    confidence: float
+    legend: dict[str, Content]
+    probabilities: dict[str, float]
+
+
+AnswerJson = NoulJson | ChoiceJson | ScoreJson
+
+
+class UsageJson(TypedDict):
+    input_tokens: int
+    output_tokens: int
+
+
+class DiagnosticsJson(TypedDict):
+    reads: int
+    engine_reads: int
+    first_read_entropy: NotRequired[float]  # the rest: not for a one-level score (nothing read)
+    entropy: NotRequired[float]
+    stderr: NotRequired[float | None]
+    agreement: NotRequired[float]
+    label_mass: NotRequired[float]
+    confidence: float
+    calibrated: bool
+    temperature: NotRequired[float]  # when calibrated
+
+
+@dataclass(frozen=True)
 class Decision:
-    answers: dict[str, dict[str, Any]]
-    usage: dict[str, int]
-    diagnostics: dict[str, dict[str, Any]]
+    answers: dict[str, AnswerJson]
+    usage: UsageJson
+    diagnostics: dict[str, DiagnosticsJson]
     engine_reads: dict[str, int]  # per question, chunk and final reads included
 
 
@@ -57,7 +103,7 @@ class _Usage:
     output_tokens: int = 0
     calls: list[tuple[int, int, int]] = field(default_factory=list)  # (reads, input, output) per call
 
-    def total(self) -> dict[str, int]:
+    def total(self) -> UsageJson:
         # vLLM counts every read's full prompt; the shared state is billed once, as hosted Jev does.
         overhead = sum(max(0, tokens - reads * self.state_tokens) for reads, tokens, _ in self.calls)
         return {
@@ -103,13 +149,14 @@ class Decider:
 
     def plan(self, request: SystemOneRequest, policy: ReadPolicy, *, cache_salt: str | None = None) -> Plan:
         """What to read; raises Unsupported or InvalidRequest before any read is made."""
+        specs = []
         for name, q in request.questions.items():
             if isinstance(q, BoxQuestion):
                 raise Unsupported(
                     f"Question {name!r} is a box question, which needs a vision model; this deployment "
                     "serves a text-only model and answers noul, choice and score questions."
                 )
-        specs = [Spec.from_question(name, q) for name, q in request.questions.items()]  # type: ignore[arg-type]
+            specs.append(Spec.from_question(name, q))
         reads = sum(self._most_reads(spec, policy) for spec in specs)
         if reads > self.max_reads:
             raise InvalidRequest(
@@ -156,8 +203,8 @@ class Decider:
         by_spec: dict[int, list[_Reading]] = defaultdict(list)
         for (i, _k), reading in sorted(readings.items(), key=lambda item: item[0]):
             by_spec[i].append(reading)
-        answers: dict[str, dict[str, Any]] = {}
-        diagnostics: dict[str, dict[str, Any]] = {}
+        answers: dict[str, AnswerJson] = {}
+        diagnostics: dict[str, DiagnosticsJson] = {}
         engine_reads: dict[str, int] = {}
         for i, spec in enumerate(specs):
             if i not in by_spec:  # a one-level score: nothing to read
@@ -170,8 +217,8 @@ class Decider:
                 }
                 engine_reads[spec.name] = 0
                 continue
-            rs = by_spec[i]
-            combined = combine([r.probs for r in rs], [r.label_mass for r in rs], temps[i])
+            rs, temperature = by_spec[i], temps[i]
+            combined = combine([r.probs for r in rs], [r.label_mass for r in rs], temperature)
             answers[spec.name] = _answer(spec, combined)
             engine_reads[spec.name] = sum(r.engine_reads for r in rs)
             diagnostics[spec.name] = {
@@ -183,10 +230,10 @@ class Decider:
                 "agreement": combined.agreement,
                 "label_mass": combined.label_mass,
                 "confidence": combined.confidence,
-                "calibrated": temps[i] is not None,
+                "calibrated": temperature is not None,
             }
-            if temps[i] is not None:
-                diagnostics[spec.name]["temperature"] = temps[i]
+            if temperature is not None:
+                diagnostics[spec.name]["temperature"] = temperature
         return Decision(answers, usage.total(), diagnostics, engine_reads)
 
     async def _readings(self, plan: Plan, jobs: list[Job], usage: _Usage) -> dict[Job, _Reading]:
@@ -268,7 +315,7 @@ def _calibrated(probs: list[float], temperature: float | None) -> list[float]:
     return probs if temperature is None else scaled(probs, temperature)
 
 
-def _answer(spec: Spec, c: Combined) -> dict[str, Any]:
+def _answer(spec: Spec, c: Combined) -> AnswerJson:
     """The Jev answer shapes: noul has no confidence; choice and score always do."""
     if spec.kind == "noul":
         return {"type": "noul", "noul": c.probs[0]}
