@@ -1,8 +1,12 @@
-"""The records the router's parts share: one normalised alert, and the page that goes out for it."""
+"""The records the router's parts share: one normalised alert, and the page that goes out for it.
+
+Standard library only: the toy's training builds the states it trains on with `Alert.state()`.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,6 +44,28 @@ class Alert:
         if self.started_at is not None:
             out["started_at"] = self.started_at.isoformat()
         return out
+
+
+def labels_fingerprint(labels: Mapping[str, str]) -> str:
+    """Prometheus's label-set fingerprint (`model.LabelSet.Fingerprint`), which Alertmanager sends
+    as `fingerprint`: FNV-1a 64 over the names in byte order, each name and value followed by a
+    0xff byte, as 16 hex digits."""
+    h = 0xCBF29CE484222325
+    for name in sorted(labels):  # code-point order is UTF-8 byte order
+        for part in (name.encode(), b"\xff", labels[name].encode(), b"\xff"):
+            for byte in part:
+                h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def summary_of(title: str, annotations: Mapping[str, str]) -> str:
+    """An Alertmanager-shaped alert's summary: its `summary` annotation, else its `description`,
+    else its title."""
+    for key in ("summary", "description"):
+        text = annotations.get(key, "").strip()
+        if text:
+            return text
+    return title
 
 
 @dataclass(frozen=True)

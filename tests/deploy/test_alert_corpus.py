@@ -19,11 +19,13 @@ import pytest
 from app.alerts.evaluation import without_severity
 from app.alerts.formats import parse_body
 from app.alerts.policy import Policy
-from app.alerts.records import SOURCES
+from app.alerts.records import SOURCES, Alert, labels_fingerprint
 from app.alerts.settings import DEFAULT_POLICY
-from app.gateway.decisions.plan import Spec, option_order, render
+from app.gateway.decisions.orders import option_order
+from app.gateway.decisions.plan import Spec, render
 from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion
 from deploy.devstack.stack import script_module
+from evals.alerts.gofmt import go_labels, go_value
 
 pytestmark = pytest.mark.unit
 
@@ -78,8 +80,16 @@ def test_the_training_questions_are_the_ones_the_router_asks() -> None:
     assert tuple(POLICY.spec.severity.levels) == corpus.LEVELS
     # Team descriptions reach the model: the criteria the engine gets carry them.
     assert all(trained["team"].descriptions)
-    for k in range(4):  # the gateway's re-read orders, which training copies
-        assert corpus.option_order(4, k) == option_order(4, k)
+
+
+def test_the_kits_logic_is_imported_not_copied() -> None:
+    """Option orders, the label fingerprint, the summary and the state, Go's printing: the kit's
+    own standard-library modules, not copies (a copy's option_order(2, 2) never returned)."""
+    assert corpus.option_order is option_order
+    with pytest.raises(ValueError, match="fewer than 3 distinct orders of 2 options"):
+        corpus.option_order(2, 2)
+    assert (corpus.go_value, corpus.go_labels) == (go_value, go_labels)
+    assert corpus.Alert is Alert and corpus.labels_fingerprint is labels_fingerprint
 
 
 def test_values_decide_severity_and_page_is_critical() -> None:
@@ -148,25 +158,12 @@ def test_community_template_descriptions_reach_the_model_as_sent() -> None:
             assert alert.annotations["description"] == description
             match = re.fullmatch(r"(.+)\n  VALUE = (.+)\n  LABELS = (map\[.*\])", description, re.S)
             assert match, description
-            value = corpus.go_float(item["alert"]["num"])
+            value = go_value(item["alert"]["num"])
             assert match[2] in (value, f"[ var='B' labels={{}} value={value} ]")
             series = item["alert"]["labels"]
-            assert match[3] in (corpus.go_map(series), corpus.go_map({"alertname": alert.title, **series}))
+            assert match[3] in (go_labels(series), go_labels({"alertname": alert.title, **series}))
             assert all(alert.labels[k] == v for k, v in series.items())  # the map tells the truth
     assert seen >= 40
-
-
-def test_go_float_prints_as_go_fmt_does() -> None:
-    cases = {0: "0", 1: "1", 0.5: "0.5", 97.25: "97.25", 123456.0: "123456", 1e6: "1e+06"}
-    cases |= {
-        1234567.0: "1.234567e+06",
-        0.0001: "0.0001",
-        0.00001: "1e-05",
-        -3.0: "-3",
-        0.1 + 0.2: "0.30000000000000004",
-    }
-    assert {v: corpus.go_float(v) for v in cases} == cases
-    assert corpus.go_map({"job": "pg", "instance": "db-1:9187"}) == "map[instance:db-1:9187 job:pg]"
 
 
 def test_states_decide_severity_with_shared_words_and_balanced_answers() -> None:

@@ -1,7 +1,10 @@
 """Realistic alerts, as the kit's alert router sends them to the model, with their right answers.
 
-Standard library only: the training script (engine python) imports it by path, the kit's tests
-load it as deploy/devstack/stack.py loads toy_task.py.
+Standard library only, and the kit's own standard-library modules (app/alerts/records.py: the
+label fingerprint, the summary, `Alert.state()`; app/gateway/decisions/orders.py: option orders;
+evals/alerts/gofmt.py: Go's printing), never copies of them: the training script (engine python)
+imports it by path with the checkout's root on sys.path, the kit's tests load it as
+deploy/devstack/stack.py loads toy_task.py.
 
 An alert is drawn from one of 75 kinds: 56 mostly about magnitudes (hosts, Kubernetes, databases,
 caches, queues, DNS, TLS, load balancers, network, application SLOs), each with its own names
@@ -17,10 +20,11 @@ An alert is rendered as a real sender's payload for each source the router reads
 webhook v4, Grafana webhook, Cloud Monitoring incident: the shapes of tests/data/alerts/ and
 app/alerts/formats.py), and with it the `state` that `Alert.state()` builds from that payload
 (app/alerts/records.py, and formats.py's merging of Cloud Monitoring's labels, its policy severity
-among them), so that training needs no kit import; the kit's test (tests/deploy/test_alert_corpus.py)
-checks the two agree. Prometheus-style rules are written as people write them: plain sentences,
-short summaries ("Postgresql down (instance pg-1:9187)"), and the widely copied community template
-("<sentence>\n  VALUE = {{ $value }}\n  LABELS = {{ $labels }}", in Go's float and map printing).
+among them), so that training needs none of the kit's third-party dependencies; the kit's test
+(tests/deploy/test_alert_corpus.py) checks the two agree. Prometheus-style rules are written as
+people write them: plain sentences, short summaries ("Postgresql down (instance pg-1:9187)"), and
+the widely copied community template ("<sentence>\n  VALUE = {{ $value }}\n  LABELS = {{ $labels }}",
+in Go's float and map printing).
 Also plain dict and string states like the README's SDK example. And a CATALOGUE_SHARE of reads
 are the public rule catalogue's own alerts (data/catalogue.jsonl.gz, CC BY 4.0, data/NOTICE.md):
 its rules outside the eval set's categories, rendered as the eval renders its rules, asked page and
@@ -59,16 +63,18 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import hashlib
 import json
 import random
 import string
 import tomllib
 import urllib.parse
 from collections.abc import Callable, Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from app.alerts.records import Alert, Source, labels_fingerprint, summary_of
+from app.gateway.decisions.orders import option_order
+from evals.alerts.gofmt import go_labels, go_value
 
 TEAMS = ("database", "network", "application")  # the default policy's teams, in its order
 LEVELS = ("info", "warning", "error", "critical")  # the default policy's severity levels
@@ -6408,16 +6414,6 @@ def make_alert(rng: random.Random) -> dict[str, Any]:
 # -- senders' payloads and the state the router builds from them ------------------------------------
 
 
-def labels_fingerprint(labels: dict[str, str]) -> str:
-    """Prometheus's label-set fingerprint (FNV-1a 64), which Alertmanager sends as `fingerprint`."""
-    h = 0xCBF29CE484222325
-    for name in sorted(labels):
-        for part in (name.encode(), b"\xff", labels[name].encode(), b"\xff"):
-            for byte in part:
-                h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
-
-
 def _started(rng: random.Random) -> dt.datetime:
     base = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     return base + dt.timedelta(seconds=rng.randrange(730 * 86400))
@@ -6445,31 +6441,6 @@ def _severity_label(rng: random.Random, alert: dict[str, Any], share: float) -> 
     return {"priority": PRIORITY[level]} if r < 0.92 else {"sev": PRIORITY[level][1]}
 
 
-def go_float(v: float) -> str:
-    """A float64 as Go's fmt prints it (`{{ $value }}` in a Prometheus template): shortest digits,
-    an exponent from 1e+06 up and below 1e-04."""
-    if v == 0:
-        return "0"
-    sign, digits, exp = Decimal(repr(float(v))).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    point = len(text) + int(exp)
-    minus = "-" if sign else ""
-    if not -4 <= point - 1 < 6:
-        mant = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        e = point - 1
-        return f"{minus}{mant}e{'-' if e < 0 else '+'}{abs(e):02d}"
-    if point <= 0:
-        return f"{minus}0.{'0' * -point}{text}"
-    if point >= len(text):
-        return minus + text + "0" * (point - len(text))
-    return f"{minus}{text[:point]}.{text[point:]}"
-
-
-def go_map(labels: dict[str, str]) -> str:
-    """A label map as Go prints it (`{{ $labels }}`): map[k:v k:v], keys sorted."""
-    return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(labels.items())) + "]"
-
-
 def _community(rng: random.Random, alert: dict[str, Any], source: str, title: str) -> dict[str, str]:
     """The widely copied rule template: summary "<Name> (instance <instance>)", description
     "<sentence>\n  VALUE = {{ $value }}\n  LABELS = {{ $labels }}" (the series' labels; some
@@ -6482,11 +6453,11 @@ def _community(rng: random.Random, alert: dict[str, Any], source: str, title: st
     )
     summary = f"{sentence(alert['words'])} ({where})" if rng.random() < 0.65 else alert["summary"]
     shown = {"alertname": title, **labels} if rng.random() < 0.35 else labels
-    value = go_float(alert["num"])
+    value = go_value(alert["num"])
     if source == "grafana" and rng.random() < 0.4:  # Grafana's $value is its value string
         value = f"[ var='B' labels={{}} value={value} ]"
     text = alert["sentence"] or alert["summary"]
-    return {"summary": summary, "description": f"{text}\n  VALUE = {value}\n  LABELS = {go_map(shown)}"}
+    return {"summary": summary, "description": f"{text}\n  VALUE = {value}\n  LABELS = {go_labels(shown)}"}
 
 
 def _annotations(rng: random.Random, alert: dict[str, Any], source: str, title: str) -> dict[str, str]:
@@ -6518,28 +6489,15 @@ def _annotations(rng: random.Random, alert: dict[str, Any], source: str, title: 
     return out
 
 
-RUNBOOKS = ["runbooks.example.com", "wiki.example.com/runbooks", "github.com/acme/runbooks/blob/main"]
-
-
-def _summary_of(title: str, annotations: dict[str, str]) -> str:
-    for key in ("summary", "description"):
-        text = annotations.get(key, "").strip()
-        if text:
-            return text
-    return title
-
-
 def _grouped_state(
-    source: str, title: str, labels: dict[str, str], annotations: dict[str, str], started: str
+    source: Source, title: str, labels: dict[str, str], annotations: dict[str, str], started: dt.datetime
 ) -> dict[str, Any]:
-    """What `Alert.state()` builds from an Alertmanager-shaped alert."""
-    state: dict[str, Any] = {"alert": title, "summary": _summary_of(title, annotations), "source": source}
-    if labels:
-        state["labels"] = labels
-    if annotations:
-        state["annotations"] = {k: v for k, v in annotations.items() if k != "summary"}
-    state["started_at"] = started
-    return state
+    """The state the router builds from an Alertmanager-shaped alert (app/alerts/formats.py)."""
+    summary = summary_of(title, annotations)
+    return Alert(source, "", "firing", title, summary, labels, annotations, started).state()
+
+
+RUNBOOKS = ["runbooks.example.com", "wiki.example.com/runbooks", "github.com/acme/runbooks/blob/main"]
 
 
 def render_alertmanager(rng: random.Random, alert: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -6574,7 +6532,7 @@ def render_alertmanager(rng: random.Random, alert: dict[str, Any]) -> tuple[dict
         "groupKey": f'{{}}:{{alertname="{title}"}}',
         "truncatedAlerts": 0,
     }
-    started = t.replace(microsecond=nanos // 1000).isoformat()  # Python keeps microseconds
+    started = t.replace(microsecond=nanos // 1000)  # Python keeps microseconds
     return hook, _grouped_state("alertmanager", title, labels, annotations, started)
 
 
@@ -6631,7 +6589,7 @@ def render_grafana(rng: random.Random, alert: dict[str, Any]) -> tuple[dict[str,
         "message": f"**Firing**\n\nValue: B={value}\nLabels:\n"
         + "".join(f" - {k} = {v}\n" for k, v in labels.items()),
     }
-    started = t.replace(microsecond=micros).isoformat()
+    started = t.replace(microsecond=micros)
     return body, _grouped_state("grafana", title, labels, annotations, started)
 
 
@@ -6831,17 +6789,12 @@ def render_cloud_monitoring(
         "observed_value": _cm_text(incident["observed_value"]),
         "threshold_value": threshold,
     }
-    state: dict[str, Any] = {
-        "alert": name.strip(),
-        "summary": summary.strip() or name.strip(),
-        "source": "cloud-monitoring",
-    }
-    if labels:
-        state["labels"] = labels
     kept = {k: v for k, v in annotations.items() if v}
-    if kept:
-        state["annotations"] = kept
-    state["started_at"] = dt.datetime.fromtimestamp(incident["started_at"], tz=dt.UTC).isoformat()
+    started = dt.datetime.fromtimestamp(incident["started_at"], tz=dt.UTC)
+    title = name.strip()
+    state = Alert(
+        "cloud-monitoring", "", "firing", title, summary.strip() or title, labels, kept, started
+    ).state()
     return {"incident": incident, "version": "1.2"}, state
 
 
@@ -6957,27 +6910,6 @@ def answer_index(question: Question, name: str, answers: dict[str, Any]) -> int:
     if name == "page":
         return 0 if answers["page"] else 1
     return question.options.index(answers[name])
-
-
-def option_order(n: int, k: int) -> tuple[int, ...]:
-    """The gateway's k-th option order (app/gateway/decisions/plan.py's, copied: the engine reads
-    these on adaptive and debias re-reads): 0 as asked, 1 reversed, then shuffles seeded by (n, attempt)."""
-    seen: list[tuple[int, ...]] = []
-    identity = tuple(range(n))
-    candidates = [identity, identity[::-1]]
-    attempt = 0
-    while len(seen) <= k:
-        if candidates:
-            cand = candidates.pop(0)
-        else:
-            r = random.Random(hashlib.sha256(f"order:{n}:{attempt}".encode()).digest())
-            perm = list(identity)
-            r.shuffle(perm)
-            cand = tuple(perm)
-            attempt += 1
-        if cand not in seen:
-            seen.append(cand)
-    return seen[k]
 
 
 Read = tuple[Any, str, "str | None", list[str], "list[str | None]", int, str]

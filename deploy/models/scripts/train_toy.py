@@ -49,6 +49,9 @@ from typing import Any
 # 1 process in 20 read different last bits at the first step, on 2 threads); torch's threads stay.
 # One MKL thread made 60 of 60 processes agree, at no measurable cost (wall ratio 0.99 on 60 steps).
 os.environ["MKL_NUM_THREADS"] = "1"
+# The scripts beside this one, and the checkout's root: alert_corpus imports the kit's
+# standard-library modules (option orders, the alert state, Go's printing) rather than copying them.
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import alert_corpus
 import tiny_model
