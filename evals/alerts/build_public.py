@@ -729,7 +729,7 @@ def build(rules: Mapping[str, Any]) -> list[str]:
 
 def training(rules: Mapping[str, Any], variants: int) -> list[str]:
     """JSON lines of the `rest` rules' alerts, `variants` renderings each, as the toy trains on
-    them (deploy/models/scripts/alert_corpus.py): the state the router builds from the delivery
+    them (deploy/models/scripts/alert_corpus/): the state the router builds from the delivery
     (`Alert.state()`), the rule's severity, and the split (a tenth of the rules, by name, is dev)."""
     lines = []
     for s in rest(rules):

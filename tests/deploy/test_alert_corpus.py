@@ -1,4 +1,4 @@
-"""The realistic alerts the toy trains on (deploy/models/scripts/alert_corpus.py): each sender's
+"""The realistic alerts the toy trains on (deploy/models/scripts/alert_corpus/): each sender's
 payload goes through the router's own parser and request to exactly the state text the generator
 trains on, the training questions are the default policy's, values or states decide severity, and
 the splits are deterministic and held out."""
@@ -98,7 +98,7 @@ def test_values_decide_severity_and_page_is_critical() -> None:
     for item in items:
         a = item["alert"]
         assert item["page"] == (item["severity"] == "critical")
-        if corpus.BY_KEY[a["kind"]].numeric and not a["ambiguous"]:
+        if corpus.kind(a["kind"]).numeric and not a["ambiguous"]:
             by_kind.setdefault(a["kind"], {}).setdefault(a["severity"], []).append(a["num"])
     assert len(by_kind) >= 30
     for kind, levels in by_kind.items():

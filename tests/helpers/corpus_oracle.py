@@ -60,7 +60,7 @@ def _tables(corpus: ModuleType) -> dict[str, Any]:
         "policy": corpus.policy_questions(corpus.POLICY),
         "sdk_questions": corpus.SDK_QUESTIONS,
         "teams_levels": [corpus.TEAMS, corpus.LEVELS, corpus.SDK_TEAMS, corpus.SDK_LEVELS],
-        "weights": [[k.key, k.weight] for k in corpus.KINDS],
+        "weights": [[k.key, k.weight] for k in corpus.kinds()],
         "option_orders": orders,
         "go_float": [corpus.go_value(v) for v in (0.0, 1.0, 97.3, 1e6, 123456.7, 1e-5, 0.0001, -2.5, 1 / 3)],
     }

@@ -4,7 +4,7 @@ Usage (with the engine venv's python, which has torch and transformers):
     python deploy/models/scripts/train_toy.py OUT_DIR [--steps STEPS] [--time-limit 1740] [--threads 2]
 
 Two tasks, mixed in every stretch of the schedule:
-  * the kit's real inputs (alert_corpus.py): the states the alert router builds from Alertmanager,
+  * the kit's real inputs (alert_corpus/): the states the alert router builds from Alertmanager,
     Grafana and Cloud Monitoring payloads, asked the default policy's three questions (read from
     app/alerts/default_policy.toml at training time: the long page question, the team choice with
     the teams' descriptions as criteria, the four severity levels), and SDK-style dict and string

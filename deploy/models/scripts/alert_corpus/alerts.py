@@ -1,0 +1,235 @@
+"""One alert, source-free: its kind, wording, labels, value and the three right answers."""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable
+from typing import Any
+
+from .common import AMBIGUOUS, _alnum, _dur, _fill, needs_page
+from .kinds import Kind
+from .kinds_data import DATA_KINDS
+from .kinds_edge import EDGE_KINDS
+from .kinds_hosts import HOST_KINDS
+from .state_kinds import HOST_WEIGHTS, STATE_KINDS
+from .subjects import CLUSTERS, ENGINES, ENVS, REGIONS, SERVICES, _service, subject
+from .tech import _tech_subject
+
+
+@functools.cache
+def kinds() -> tuple[Kind, ...]:
+    """Every kind in draw order, each with its draw weight (HOST_WEIGHTS applied)."""
+    every = (*HOST_KINDS, *DATA_KINDS, *EDGE_KINDS, *STATE_KINDS)
+    return tuple(k._replace(weight=k.weight * HOST_WEIGHTS.get(k.key, 1.0)) for k in every)
+
+
+def kind(key: str) -> Kind:
+    """The kind of this key."""
+    return next(k for k in kinds() if k.key == key)
+
+
+EXCEPTIONS = [
+    "NullPointerException",
+    "TimeoutError",
+    "KeyError: 'user_id'",
+    "ConnectionResetError",
+    "IllegalStateException",
+    "panic: runtime error: index out of range",
+    "TypeError: Cannot read properties of undefined",
+]
+SEVERITY_LABEL = {
+    "critical": ["critical", "critical", "critical", "crit", "page"],
+    "error": ["error", "error", "major"],
+    "warning": ["warning", "warning", "warn", "minor"],
+    "info": ["info", "info", "informational", "notice"],
+}
+PRIORITY = {"critical": "P1", "error": "P2", "warning": "P3", "info": "P4"}
+IMPACT = {
+    "critical": [
+        "Customers are affected.",
+        "User-facing: requests are failing.",
+        "Data loss is possible.",
+        "This takes production down if not handled now.",
+    ],
+    "error": ["Redundancy is lost.", "Needs a fix today.", "Degraded, no outage yet."],
+    "warning": ["No user impact yet.", "Look at it during working hours.", "Trending toward the limit."],
+    "info": ["For information.", "No action needed.", "Expected during maintenance."],
+}
+QUEUE_LABELS: dict[str, Callable[[random.Random, dict[str, Any]], dict[str, str]]] = {
+    "kafka_lag": lambda rng, f: {
+        "topic": f["topic"],
+        "consumergroup": f["group"],
+        "job": rng.choice(["kafka-exporter", "kafka-lag-exporter"]),
+    },
+    "queue_backlog": lambda rng, f: {
+        "queue": f["queue"],
+        "vhost": rng.choice(["/", "/prod", "shop"]),
+        "instance": f"rabbitmq-{rng.randint(0, 2)}:15692",
+    },
+    "queue_age": lambda rng, f: {rng.choice(["queue_name", "subscription", "stream"]): f["queue"]},
+    "broker_down": lambda rng, f: {
+        "job": rng.choice(["kafka", "rabbitmq", "nats"]),
+        "instance": f"{rng.choice(['kafka', 'rabbitmq', 'nats'])}-{rng.randint(0, 4)}:"
+        f"{rng.choice([9308, 15692, 7777])}",
+    },
+}
+
+
+def _job_subject(rng: random.Random, role: str) -> dict[str, Any]:
+    f = subject(rng, "pod", "application", ())
+    if role == "database":
+        job = rng.choice(
+            [
+                "pg-backup",
+                "postgres-basebackup",
+                "mysql-dump-nightly",
+                "mongo-backup",
+                "es-snapshot",
+                "clickhouse-backup",
+            ]
+        )
+        f["namespace"] = rng.choice(["databases", "data", "db", "backup"])
+    else:
+        role = "application"
+        job = rng.choice(
+            [
+                f"{rng.choice(SERVICES)}-sync",
+                "invoice-export",
+                "report-nightly",
+                "email-digest",
+                "cleanup-sessions",
+                "search-reindex",
+                f"{rng.choice(SERVICES)}-migrate",
+            ]
+        )
+    run = f"{job}-{rng.randint(28_000_000, 29_999_999)}"
+    f.update(job=job, pod=f"{run}-{_alnum(rng, 5)}", team=role, role=role, subject=job, subject_key="job")
+    f["labels"] = {
+        "namespace": f["namespace"],
+        rng.choice(["job_name", "cronjob", "job_name"]): run if rng.random() < 0.5 else job,
+        "job": "kube-state-metrics",
+    }
+    return f
+
+
+def _target_subject(rng: random.Random, role: str) -> dict[str, Any]:
+    draw: dict[str, Callable[[], str]] = {
+        "database": lambda: rng.choice(ENGINES[rng.choice(list(ENGINES))]["jobs"]),
+        "network": lambda: rng.choice(
+            ["ingress-nginx", "haproxy", "envoy", "coredns", "traefik", "blackbox-icmp"]
+        ),
+        "application": lambda: _service(rng),
+    }
+    job = draw[role]()
+    return {
+        "role": role,
+        "team": role,
+        "job": job,
+        "region": rng.choice(REGIONS),
+        "cluster": rng.choice(CLUSTERS),
+        "labels": {"job": job},
+        "subject": job,
+        "subject_key": "job",
+    }
+
+
+# -- one alert -------------------------------------------------------------------------------------
+
+
+def make_alert(rng: random.Random) -> dict[str, Any]:
+    """One alert, source-free: its kind, wording, labels, value and the three right answers."""
+    every = kinds()
+    kind = rng.choices(every, weights=[k.weight for k in every])[0]
+    role = rng.choice(kind.roles)
+    if kind.subject == "job":
+        f = _job_subject(rng, rng.choice(["database", "application", "application"]))
+    elif kind.subject == "target":
+        f = _target_subject(rng, role)
+    elif kind.subject == "tech":
+        f = _tech_subject(rng, rng.choice(kind.engines))
+    else:
+        f = subject(rng, kind.subject, role, kind.engines)
+    weights = kind.levels
+    if kind.states is not None:  # the levels this technology has states for
+        have = set(kind.states.get("*", {})) | set(kind.states.get(f.get("tech", ""), {}))
+        weights = {lv: w for lv, w in kind.levels.items() if lv in have}
+    levels = list(weights)
+    level = rng.choices(levels, weights=list(weights.values()))[0]
+    pair = None
+    if kind.numeric and rng.random() < AMBIGUOUS:
+        i = rng.randrange(len(levels) - 1)
+        pair = (levels[i], levels[i + 1])
+        level = pair[rng.randrange(2)]
+    f.setdefault("dur", _dur(rng))
+    f.update(
+        reason=rng.choice(
+            [
+                "Insufficient cpu",
+                "Insufficient memory",
+                "node(s) had untolerated taint",
+                "pod has unbound immediate PersistentVolumeClaims",
+            ]
+        ),
+        limit=rng.choice(["512Mi", "1Gi", "2Gi", "256Mi"]),
+        version=f"v{rng.randint(1, 9)}.{rng.randint(0, 40)}.{rng.randint(0, 9)}",
+        exc=rng.choice(EXCEPTIONS),
+        size=rng.choice([50, 100, 200]),
+        ago=rng.choice(["26h", "2 days", "3 days", "30h"]),
+        free_mem=f"{rng.choice([120, 300, 512, 800])}MiB",
+        job=f.get("job", f.get("service", "node")),
+    )
+    facts = kind.facts(rng, level, pair, f)
+    extra_labels = facts.pop("labels", {})
+    f.update(facts)
+    if "state" in f:
+        f["State"] = f["state"][:1].upper() + f["state"][1:]
+    if kind.subject == "queue":
+        extra_labels = {**QUEUE_LABELS[kind.key](rng, f), **extra_labels}
+    f["nodes"] = f.get("nodes", rng.randint(6, 40))
+    names = kind.names[level] if isinstance(kind.names, dict) else kind.names
+    words = (f["alert_title"] if "alert_title" in f else _fill(rng.choice(names), f)).split()
+    summary = _fill(rng.choice(kind.summaries), f).strip()
+    description = _fill(rng.choice(kind.descriptions), f).strip() if kind.descriptions else ""
+    description = " ".join(description.split())
+    if rng.random() < 0.25:
+        description = f"{description} {rng.choice(IMPACT[level])}".strip()
+    labels = {**f["labels"], **extra_labels}
+    if rng.random() < 0.45:
+        labels["cluster" if kind.subject in ("pod", "job", "dns", "service", "queue") else "region"] = f[
+            "cluster" if kind.subject in ("pod", "job", "dns", "service", "queue") else "region"
+        ]
+    if rng.random() < 0.4:
+        labels["env"] = rng.choice(ENVS)
+    return {
+        "kind": kind.key,
+        "team": f["team"],
+        "severity": level,
+        "page": needs_page(level),
+        "ambiguous": pair is not None,
+        "words": words,
+        "summary": summary,
+        "description": description,
+        "labels": labels,
+        "value": str(f["value"]),
+        "num": float(f["num"]),
+        "thr": float(f["thr"]),
+        "threshold": str(f.get("threshold", f["thr"])),
+        "above": bool(f["above"]),
+        "metric": _fill(f.get("metric_name") or kind.metric, f),
+        "subject": str(f["subject"]),
+        "subject_key": f["subject_key"],
+        "dur": f["dur"],
+        "resource": f.get("host")
+        or f.get("node")
+        or f.get("pod")
+        or f.get("lb")
+        or f.get("device")
+        or f.get("domain")
+        or f.get("service")
+        or str(f["subject"]),
+        "category": kind.subject,
+        "engine": f.get("engine", ""),
+        "sentence": f.get("sentence", ""),  # the community template's one sentence
+        "state_kind": kind.states is not None,
+    }

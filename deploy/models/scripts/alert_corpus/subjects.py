@@ -1,0 +1,531 @@
+"""The things alerts are about: services, hosts, pods, engines, proxies, with their label sets."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from .common import _alnum, _hex
+
+# -- the things alerts are about ----------------------------------------------------------------
+
+SERVICES = [
+    "checkout",
+    "payments",
+    "search",
+    "billing",
+    "auth",
+    "inventory",
+    "profile",
+    "feed",
+    "catalog",
+    "orders",
+    "notifications",
+    "shipping",
+    "recommendations",
+    "cart",
+    "pricing",
+    "ledger",
+    "reporting",
+    "media",
+    "accounts",
+    "booking",
+    "invoicing",
+    "loyalty",
+]
+SVC_SUFFIX = ["", "", "", "-api", "-service", "-svc", "-web", "-backend", "-worker"]
+REGIONS = [
+    "us-east1",
+    "us-central1",
+    "europe-west1",
+    "europe-west4",
+    "eu-west-1",
+    "us-west-2",
+    "asia-southeast1",
+    "ap-south-1",
+    "eu-central-1",
+]
+CLUSTERS = [
+    "prod-eu1",
+    "gke-prod-1",
+    "k8s-main",
+    "eks-prod-2",
+    "prod-us-east",
+    "aks-weu-prod",
+    "shop-prod",
+    "platform-prd",
+]
+ENVS = ["prod", "production", "prd", "live"]
+PROJECTS = ["acme-prod", "shop-prod-4821", "payments-live", "example-project", "core-infra-prd"]
+DOMAINS = ["example.com", "shop.example.com", "acme.io", "example.net", "internal.example.org"]
+HOST_PREFIX = {
+    "database": [
+        "db",
+        "pg",
+        "pg-main",
+        "pg-replica",
+        "postgres",
+        "mysql",
+        "mariadb",
+        "mongo",
+        "redis",
+        "cassandra",
+        "es-data",
+        "clickhouse",
+        "orders-db",
+        "users-db",
+        "billing-db",
+        "mssql",
+        "oracle",
+        "etcd",
+        "couchdb",
+        "solr",
+        "memcached",
+        "opensearch",
+        "pgbouncer",
+        "scylla",
+    ],
+    "network": [
+        "lb",
+        "haproxy",
+        "nginx-edge",
+        "envoy",
+        "edge-rtr",
+        "core-sw",
+        "vpn-gw",
+        "dns",
+        "fw",
+        "proxy",
+        "ingress",
+        "traefik",
+        "consul",
+        "ns",
+        "keepalived",
+        "caddy",
+        "bind",
+    ],
+    "application": [
+        "web",
+        "api",
+        "app",
+        "worker",
+        "batch",
+        "checkout",
+        "search",
+        "frontend",
+        "jobs",
+        "payments-app",
+        "cart-web",
+        "kafka",
+        "rabbitmq",
+        "zk",
+        "nats",
+        "keycloak",
+        "sidekiq",
+    ],
+}
+ROLE_ALIAS = {
+    "database": ["db", "database", "postgres", "mysql", "datastore"],
+    "network": ["lb", "proxy", "edge", "router", "dns"],
+    "application": ["web", "api", "app", "worker", "backend"],
+}
+ENGINES: dict[str, dict[str, Any]] = {
+    "postgres": {
+        "names": ["Postgres", "PostgreSQL", "Postgresql", "PG"],
+        "port": 5432,
+        "exporter": 9187,
+        "jobs": ["postgres-exporter", "postgres", "postgresql"],
+        "hosts": ["pg", "postgres", "db", "pg-main", "pg-replica", "orders-db", "users-db", "billing-db"],
+        "workloads": ["postgres", "pg-main", "pg-cluster", "orders-pg", "postgresql"],
+    },
+    "mysql": {
+        "names": ["MySQL", "Mysql", "MariaDB"],
+        "port": 3306,
+        "exporter": 9104,
+        "jobs": ["mysqld-exporter", "mysql"],
+        "hosts": ["mysql", "mariadb", "db", "shop-db"],
+        "workloads": ["mysql-primary", "mariadb-galera", "mysql"],
+    },
+    "mongodb": {
+        "names": ["MongoDB", "Mongodb", "Mongo"],
+        "port": 27017,
+        "exporter": 9216,
+        "jobs": ["mongodb-exporter", "mongodb"],
+        "hosts": ["mongo", "mongo-rs0", "mongodb"],
+        "workloads": ["mongodb", "mongo-rs0"],
+    },
+    "redis": {
+        "names": ["Redis"],
+        "port": 6379,
+        "exporter": 9121,
+        "jobs": ["redis-exporter", "redis"],
+        "hosts": ["redis", "redis-main", "sessions-redis"],
+        "workloads": ["redis-master", "redis-node"],
+    },
+    "cassandra": {
+        "names": ["Cassandra"],
+        "port": 9042,
+        "exporter": 7070,
+        "jobs": ["cassandra"],
+        "hosts": ["cassandra", "cass"],
+        "workloads": ["cassandra"],
+    },
+    "elasticsearch": {
+        "names": ["Elasticsearch", "OpenSearch", "ES"],
+        "port": 9200,
+        "exporter": 9114,
+        "jobs": ["elasticsearch-exporter", "elasticsearch", "opensearch"],
+        "hosts": ["es-data", "opensearch", "es"],
+        "workloads": ["elasticsearch-data", "opensearch-cluster-master"],
+    },
+    "clickhouse": {
+        "names": ["ClickHouse", "Clickhouse"],
+        "port": 9000,
+        "exporter": 9363,
+        "jobs": ["clickhouse"],
+        "hosts": ["clickhouse", "ch"],
+        "workloads": ["clickhouse-shard0"],
+    },
+    "mssql": {
+        "names": ["SQL Server", "MSSQL"],
+        "port": 1433,
+        "exporter": 4000,
+        "jobs": ["mssql-exporter", "sql-exporter"],
+        "hosts": ["sql", "mssql", "sqlsrv"],
+        "workloads": ["mssql"],
+    },
+    "oracle": {
+        "names": ["Oracle", "OracleDB"],
+        "port": 1521,
+        "exporter": 9161,
+        "jobs": ["oracledb-exporter", "oracle"],
+        "hosts": ["ora", "oracle", "erp-db"],
+        "workloads": ["oracle-db"],
+    },
+    "couchdb": {
+        "names": ["CouchDB"],
+        "port": 5984,
+        "exporter": 9984,
+        "jobs": ["couchdb", "couchdb-exporter"],
+        "hosts": ["couchdb", "couch"],
+        "workloads": ["couchdb"],
+    },
+}
+NETWORK_WORKLOADS = [
+    ("coredns", "kube-system"),
+    ("ingress-nginx-controller", "ingress-nginx"),
+    ("envoy-gateway", "envoy-gateway-system"),
+    ("traefik", "traefik"),
+    ("haproxy-ingress", "ingress"),
+    ("istio-ingressgateway", "istio-system"),
+    ("external-dns", "kube-system"),
+    ("kube-proxy", "kube-system"),
+    ("cilium", "kube-system"),
+    ("calico-node", "calico-system"),
+    ("istiod", "istio-system"),
+    ("linkerd-destination", "linkerd"),
+    ("metallb-speaker", "metallb-system"),
+    ("consul-server", "consul"),
+]
+DAEMONSETS = {"kube-proxy", "cilium", "calico-node", "metallb-speaker"}
+# Brokers and identity services in pods: the application team's (see the default policy).
+APP_WORKLOADS = [
+    "kafka",
+    "rabbitmq",
+    "zookeeper",
+    "nats",
+    "pulsar-broker",
+    "keycloak",
+    "celery-worker",
+    "sidekiq",
+]
+PROXIES = [
+    ("nginx", "Nginx", "nginx"),
+    ("haproxy", "HAProxy", "haproxy"),
+    ("envoy", "Envoy", "envoy"),
+    ("traefik", "Traefik", "traefik"),
+    ("ingress-nginx", "Ingress", "ingress-nginx"),
+    ("lb", "LB", "gclb"),
+    ("caddy", "Caddy", "caddy"),
+    ("apache", "Apache", "apache"),
+    ("istio", "Istio", "istio-mesh"),
+    ("linkerd", "Linkerd", "linkerd-proxy"),
+]
+
+
+def _service(rng: random.Random) -> str:
+    return rng.choice(SERVICES) + rng.choice(SVC_SUFFIX)
+
+
+def _host(rng: random.Random, role: str) -> tuple[str, dict[str, str]]:
+    """A host name, and a label saying its role when the name does not."""
+    n = rng.randint(1, 40)
+    if rng.random() < 0.15:
+        return f"ip-10-{rng.randint(0, 9)}-{rng.randint(0, 255)}-{rng.randint(2, 254)}", {
+            rng.choice(["role", "tier", "service"]): rng.choice(ROLE_ALIAS[role])
+        }
+    prefix = rng.choice(HOST_PREFIX[role])
+    form = rng.randrange(5)
+    name = [
+        f"{prefix}-{n}",
+        f"{prefix}{n:02d}",
+        f"{prefix}-prod-{n}",
+        f"{prefix}-{n}",
+        f"{prefix}-{chr(97 + n % 3)}{n}",
+    ][form]
+    return name, {}
+
+
+def _pod(rng: random.Random, workload: str, controller: str) -> str:
+    if controller == "statefulset":
+        return f"{workload}-{rng.randint(0, 4)}"
+    if controller == "daemonset":
+        return f"{workload}-{_alnum(rng, 5)}"
+    return f"{workload}-{_hex(rng, 9)}-{_alnum(rng, 5)}"
+
+
+def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) -> dict[str, Any]:
+    """What an alert is about: template fields, its labels (as an exporter would attach them), the
+    team that owns it, and what the SDK-style states call it."""
+    f: dict[str, Any] = {"role": role, "region": rng.choice(REGIONS), "cluster": rng.choice(CLUSTERS)}
+    labels: dict[str, str] = {}
+    if kind == "host":
+        host, extra = _host(rng, role)
+        f["host"] = host
+        f["instance"] = host + rng.choice([":9100", ":9100", "", ":9182"])
+        labels.update(
+            instance=f["instance"], job=rng.choice(["node", "node-exporter", "node_exporter", "nodes"])
+        )
+        labels.update(extra)
+        f["subject"], f["subject_key"] = host, "host"
+    elif kind == "pod":
+        if role == "database":
+            engine = rng.choice(engines or tuple(ENGINES))
+            workload = rng.choice(ENGINES[engine]["workloads"])
+            controller = "statefulset"
+            ns = rng.choice(["databases", "data", "db", engine, rng.choice(SERVICES)])
+        elif role == "network":
+            workload, ns = rng.choice(NETWORK_WORKLOADS)
+            controller = (
+                "daemonset"
+                if workload in DAEMONSETS
+                else "statefulset"
+                if workload == "consul-server"
+                else "deployment"
+            )
+        elif rng.random() < 0.15:
+            workload = rng.choice(APP_WORKLOADS)
+            controller = (
+                "statefulset" if workload in ("kafka", "rabbitmq", "zookeeper", "nats") else "deployment"
+            )
+            ns = rng.choice([workload.split("-")[0], "messaging", "prod", "identity"])
+        else:
+            workload = _service(rng)
+            controller = "statefulset" if rng.random() < 0.1 else "deployment"
+            ns = rng.choice([workload.split("-")[0], "prod", "default", "shop", "apps", "production"])
+        pod = _pod(rng, workload, controller)
+        container = (
+            workload if rng.random() < 0.6 else rng.choice(["app", "main", "server", workload.split("-")[0]])
+        )
+        f.update(workload=workload, controller=controller, namespace=ns, pod=pod, container=container)
+        f["Controller"] = {"statefulset": "StatefulSet", "daemonset": "DaemonSet"}.get(
+            controller, "Deployment"
+        )
+        labels.update(namespace=ns, pod=pod)
+        if rng.random() < 0.6:
+            labels["container"] = container
+        if rng.random() < 0.4:
+            labels[controller] = workload
+        labels["job"] = rng.choice(["kube-state-metrics", "kubelet", "kube-state-metrics"])
+        f["subject"], f["subject_key"] = f"{ns}/{pod}", "pod"
+    elif kind == "node":
+        node = rng.choice(
+            [
+                f"gke-{f['cluster']}-pool-{rng.randint(1, 3)}-{_hex(rng, 8)}-{_alnum(rng, 4)}",
+                f"ip-10-0-{rng.randint(1, 250)}-{rng.randint(2, 250)}.ec2.internal",
+                f"aks-nodepool1-{rng.randint(10**7, 10**8 - 1)}-vmss00000{rng.randint(0, 9)}",
+            ]
+        )
+        f["node"] = node
+        labels.update(node=node, job="kube-state-metrics")
+        if rng.random() < 0.5:
+            labels.update(condition="Ready", status=rng.choice(["false", "unknown"]))
+        f["subject"], f["subject_key"] = node, "node"
+    elif kind == "db":
+        engine = rng.choice(engines or tuple(ENGINES))
+        e = ENGINES[engine]
+        host = f"{rng.choice(e['hosts'])}-{rng.randint(1, 9)}"
+        port = e["port"] if rng.random() < 0.5 else e["exporter"]
+        f.update(engine=engine, Engine=rng.choice(e["names"]), host=host, instance=f"{host}:{port}", db=host)
+        labels.update(instance=f["instance"], job=rng.choice(e["jobs"]))
+        if rng.random() < 0.3:
+            labels["cluster"] = rng.choice([host.rsplit("-", 1)[0], f"{engine}-main", f"{engine}-prod"])
+        if rng.random() < 0.25:
+            labels.update(
+                namespace=rng.choice(["databases", "data", engine]),
+                pod=f"{rng.choice(e['workloads'])}-{rng.randint(0, 3)}",
+            )
+        f["subject"], f["subject_key"] = host, rng.choice(["host", "db", "instance"])
+    elif kind == "service":
+        svc = _service(rng)
+        f.update(service=svc, namespace=rng.choice([svc.split("-")[0], "prod", "default", "shop"]))
+        labels[rng.choice(["service", "service", "app", "job"])] = svc
+        if rng.random() < 0.5:
+            labels["namespace"] = f["namespace"]
+        f["subject"], f["subject_key"] = svc, "service"
+    elif kind == "queue":
+        svc = _service(rng)
+        topic = rng.choice(
+            ["orders", "payments", "shipments", "events", "emails", "invoices", "clicks", "audit-log"]
+        )
+        f.update(
+            service=svc,
+            topic=topic,
+            group=f"{svc.split('-')[0]}-{rng.choice(['consumer', 'worker', 'processor'])}",
+            queue=f"{topic}.{rng.choice(['process', 'created', 'retry', 'outbound'])}",
+        )
+        f["subject"], f["subject_key"] = topic, rng.choice(["queue", "topic"])
+    elif kind == "edge":
+        proxy, Proxy, job = rng.choice(PROXIES)
+        backend = _service(rng)
+        f.update(
+            proxy=proxy,
+            Proxy=Proxy,
+            backend=backend,
+            lb=f"{proxy}-{rng.choice(['edge', 'public', 'internal', 'ext'])}-{rng.randint(1, 4)}",
+        )
+        labels["job"] = job
+        labels[rng.choice(["backend", "upstream", "ingress", "service"])] = backend
+        if proxy == "ingress-nginx" or rng.random() < 0.3:
+            labels["namespace"] = rng.choice(["ingress-nginx", "ingress", "edge"])
+        f["subject"], f["subject_key"] = f["lb"], rng.choice(["lb", "proxy", "backend"])
+    elif kind == "dns":
+        server = rng.choice(["coredns", "kube-dns", "unbound", "bind", "resolver"])
+        f.update(server=server, dns_host=f"{rng.choice(['dns', 'ns', 'resolver'])}-{rng.randint(1, 4)}")
+        labels["job"] = server if server != "resolver" else "dns-resolver"
+        if server in ("coredns", "kube-dns"):
+            labels.update(namespace="kube-system", server=rng.choice(["dns://:53", "dns://:5353"]))
+        else:
+            labels["instance"] = f"{f['dns_host']}:53"
+        f["subject"], f["subject_key"] = server, "server"
+    elif kind == "cert":
+        domain = rng.choice(
+            [
+                f"{rng.choice(SERVICES)}.{rng.choice(DOMAINS)}",
+                f"api.{rng.choice(DOMAINS)}",
+                f"*.{rng.choice(DOMAINS)}",
+                f"www.{rng.choice(DOMAINS)}",
+            ]
+        )
+        f.update(
+            domain=domain,
+            issuer=rng.choice(["Let's Encrypt", "letsencrypt-prod", "DigiCert", "internal-ca", "GTS CA 1D4"]),
+        )
+        if rng.random() < 0.6:
+            labels.update(
+                instance=rng.choice([f"https://{domain.lstrip('*.')}", f"{domain.lstrip('*.')}:443"]),
+                job=rng.choice(["blackbox", "ssl-exporter", "blackbox-https"]),
+            )
+        else:
+            labels.update(
+                namespace=rng.choice(["cert-manager", "ingress-nginx", "default"]),
+                name=domain.lstrip("*.").replace(".", "-") + "-tls",
+                issuer_name=f["issuer"],
+            )
+        f["subject"], f["subject_key"] = domain, "domain"
+    elif kind == "link":
+        device = (
+            f"{rng.choice(['edge-rtr', 'core-sw', 'spine', 'leaf', 'fw', 'border-rtr'])}-{rng.randint(1, 12)}"
+        )
+        iface = rng.choice(
+            ["xe-0/0/1", "et-0/0/3", "Ethernet12", "ge-1/0/3", "TenGigE0/1/0/4", "eth1", "bond0"]
+        )
+        zones = rng.sample(
+            [
+                "us-east1-b",
+                "us-east1-c",
+                "eu-west-1a",
+                "eu-west-1b",
+                "dc1",
+                "dc2",
+                "on-prem",
+                "europe-west4-a",
+            ],
+            2,
+        )
+        f.update(
+            device=device,
+            interface=iface,
+            a=zones[0],
+            b=zones[1],
+            peer=f"AS{rng.choice([174, 3356, 1299, 6939, 64512, 65001])}",
+            tunnel=f"vpn-{rng.choice(['onprem', 'office', 'partner', 'dc2'])}-{rng.randint(1, 2)}",
+        )
+        labels.update(instance=device, job=rng.choice(["snmp", "network-devices", "blackbox-icmp", "bgp"]))
+        f["subject"], f["subject_key"] = device, rng.choice(["device", "link"])
+    elif kind == "endpoint":
+        svc = _service(rng)
+        path = rng.choice(["/healthz", "/health", "/", "/api/status", "/ping"])
+        url = f"https://{svc.split('-')[0]}.{rng.choice(DOMAINS)}{path}"
+        host = url.split("/")[2]
+        module = rng.choice(["http_2xx", "http_2xx", "https", "icmp", "tcp_connect"])
+        target = {"icmp": host, "tcp_connect": f"{host}:443"}.get(module, url)
+        probe_jobs = {
+            "icmp": ["blackbox-icmp", "blackbox_icmp", "ping"],
+            "tcp_connect": ["blackbox-tcp", "blackbox_tcp_connect"],
+        }.get(module, ["blackbox", "blackbox-http", "uptime", "blackbox_http_2xx", "blackbox-exporter"])
+        f.update(
+            service=svc,
+            url=url,
+            target=target,
+            module=module,
+            tech=module.split("_")[0].replace("https", "http"),
+        )
+        labels.update(instance=target, job=rng.choice(probe_jobs))
+        if rng.random() < 0.3:
+            labels["module"] = module
+        f["subject"], f["subject_key"] = target, "url" if target == url else "target"
+    elif kind == "container":
+        name = {
+            "database": lambda: rng.choice(
+                ["postgres", "mysql", "redis", "mongo", "elasticsearch", "mariadb"]
+            ),
+            "network": lambda: rng.choice(
+                ["nginx", "haproxy", "traefik", "envoy", "caddy", "bind9", "coredns"]
+            ),
+            "application": lambda: _service(rng),
+        }[role]()
+        image = {
+            "postgres": "postgres:16",
+            "mysql": "mysql:8.0",
+            "redis": "redis:7-alpine",
+            "mongo": "mongo:7",
+            "elasticsearch": "docker.elastic.co/elasticsearch/elasticsearch:8.13.4",
+            "mariadb": "mariadb:11",
+            "nginx": "nginx:1.27",
+            "haproxy": "haproxy:2.9",
+            "traefik": "traefik:v3.1",
+            "envoy": "envoyproxy/envoy:v1.30",
+            "caddy": "caddy:2",
+            "bind9": "ubuntu/bind9:9.18",
+            "coredns": "coredns/coredns:1.11.1",
+        }.get(name, f"registry.example.com/{name.split('-')[0]}:{rng.randint(1, 9)}.{rng.randint(0, 30)}")
+        host = (
+            f"{rng.choice(['docker', 'dockerhost', 'vm', rng.choice(HOST_PREFIX[role])])}-{rng.randint(1, 9)}"
+        )
+        container = rng.choice(
+            [name, f"{name}-1", f"{rng.choice(['shop', 'prod', 'stack'])}_{name}_1", f"{name}-prod"]
+        )
+        f.update(container=container, host=host, instance=f"{host}:8080", image=image)
+        labels.update(
+            name=container,
+            image=image,
+            instance=f["instance"],
+            job=rng.choice(["cadvisor", "docker", "cadvisor"]),
+        )
+        if rng.random() < 0.3:
+            labels["id"] = f"/docker/{_hex(rng, 12)}"
+        f["subject"], f["subject_key"] = container, "container"
+    f["labels"] = labels
+    f["team"] = role
+    return f
