@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .common import AMBIGUOUS, _alnum, _dur, _fill, needs_page
+from .data import table
 from .kinds import Kind
 from .kinds_data import DATA_KINDS
 from .kinds_edge import EDGE_KINDS
@@ -15,6 +16,8 @@ from .kinds_hosts import HOST_KINDS
 from .state_kinds import HOST_WEIGHTS, STATE_KINDS
 from .subjects import CLUSTERS, ENGINES, ENVS, REGIONS, SERVICES, _service, subject
 from .tech import _tech_subject
+
+_PHRASINGS = table("phrasings")
 
 
 @functools.cache
@@ -29,33 +32,10 @@ def kind(key: str) -> Kind:
     return next(k for k in kinds() if k.key == key)
 
 
-EXCEPTIONS = [
-    "NullPointerException",
-    "TimeoutError",
-    "KeyError: 'user_id'",
-    "ConnectionResetError",
-    "IllegalStateException",
-    "panic: runtime error: index out of range",
-    "TypeError: Cannot read properties of undefined",
-]
-SEVERITY_LABEL = {
-    "critical": ["critical", "critical", "critical", "crit", "page"],
-    "error": ["error", "error", "major"],
-    "warning": ["warning", "warning", "warn", "minor"],
-    "info": ["info", "info", "informational", "notice"],
-}
-PRIORITY = {"critical": "P1", "error": "P2", "warning": "P3", "info": "P4"}
-IMPACT = {
-    "critical": [
-        "Customers are affected.",
-        "User-facing: requests are failing.",
-        "Data loss is possible.",
-        "This takes production down if not handled now.",
-    ],
-    "error": ["Redundancy is lost.", "Needs a fix today.", "Degraded, no outage yet."],
-    "warning": ["No user impact yet.", "Look at it during working hours.", "Trending toward the limit."],
-    "info": ["For information.", "No action needed.", "Expected during maintenance."],
-}
+EXCEPTIONS: list[str] = _PHRASINGS["exceptions"]
+SEVERITY_LABEL: dict[str, list[str]] = _PHRASINGS["severity_label"]
+PRIORITY: dict[str, str] = _PHRASINGS["priority"]
+IMPACT: dict[str, list[str]] = _PHRASINGS["impact"]
 QUEUE_LABELS: dict[str, Callable[[random.Random, dict[str, Any]], dict[str, str]]] = {
     "kafka_lag": lambda rng, f: {
         "topic": f["topic"],

@@ -8,19 +8,25 @@ import string
 from pathlib import Path
 from typing import Any
 
-TEAMS = ("database", "network", "application")  # the default policy's teams, in its order
-LEVELS = ("info", "warning", "error", "critical")  # the default policy's severity levels
-SOURCES = ("alertmanager", "grafana", "cloud-monitoring")
-SPLIT_SEEDS = {"train": 0, "dev": 1, "test": 2}
-AMBIGUOUS = 0.1  # alerts valued at a boundary between two levels, their level drawn between them
+from .data import frozen, table
+
+_TERMS = table("terms")
+_WEIGHTS = table("weights")
+
+TEAMS: tuple[str, ...] = frozen(_TERMS["teams"])  # the default policy's teams, in its order
+LEVELS: tuple[str, ...] = frozen(_TERMS["levels"])  # the default policy's severity levels
+SOURCES: tuple[str, ...] = frozen(_TERMS["sources"])
+SPLIT_SEEDS: dict[str, int] = _TERMS["split_seeds"]
+# Alerts valued at a boundary between two levels, their level drawn between them.
+AMBIGUOUS: float = _WEIGHTS["ambiguous"]
 POLICY = Path(__file__).resolve().parents[4] / "app" / "alerts" / "default_policy.toml"
 
 # The README's SDK example (examples/alert_triage.py): its questions and their answer scale.
-SDK_TEAMS = ("database", "network", "app")
-SDK_LEVELS = ("low", "medium", "high")
-SDK_PAGE = "Should on-call be paged now?"
+SDK_TEAMS: tuple[str, ...] = frozen(_TERMS["sdk_teams"])
+SDK_LEVELS: tuple[str, ...] = frozen(_TERMS["sdk_levels"])
+SDK_PAGE: str = _TERMS["sdk_page"]
 # Warnings are "low" like toy_task's "minor, no user impact"; errors its "degraded, some users".
-TO_SDK_LEVEL = {"info": "low", "warning": "low", "error": "medium", "critical": "high"}
+TO_SDK_LEVEL: dict[str, str] = _TERMS["to_sdk_level"]
 
 
 def needs_page(severity: str) -> bool:

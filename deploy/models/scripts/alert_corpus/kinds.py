@@ -7,6 +7,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .common import _num
+from .data import table
+
+_PHRASINGS = table("phrasings")
 
 # -- kinds ---------------------------------------------------------------------------------------
 
@@ -75,12 +78,7 @@ def _pick(
     return lambda rng, level, v, f: {"note": rng.choice(table[level])}
 
 
-ETA = {
-    "info": ["3 weeks", "a month"],
-    "warning": ["4 days", "a week", "5 days"],
-    "error": ["about a day", "20 hours", "30 hours"],
-    "critical": ["2 hours", "45 minutes", "under an hour"],
-}
+ETA: dict[str, list[str]] = _PHRASINGS["eta"]
 
 
 def _disk_more(rng: random.Random, level: str, v: float, f: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,10 @@ from evals.alerts.gofmt import go_labels, go_value
 
 from .alerts import PRIORITY, SEVERITY_LABEL
 from .common import _alnum, _hex, _num, alert_name, camel, sentence, snake
+from .data import frozen, table
 from .subjects import CLUSTERS, ENVS, PROJECTS, REGIONS
+
+_PHRASINGS = table("phrasings")
 
 # -- senders' payloads and the state the router builds from them ------------------------------------
 
@@ -102,7 +105,7 @@ def _grouped_state(
     return Alert(source, "", "firing", title, summary, labels, annotations, started).state()
 
 
-RUNBOOKS = ["runbooks.example.com", "wiki.example.com/runbooks", "github.com/acme/runbooks/blob/main"]
+RUNBOOKS: list[str] = _PHRASINGS["runbooks"]
 
 
 def render_alertmanager(rng: random.Random, alert: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -141,12 +144,8 @@ def render_alertmanager(rng: random.Random, alert: dict[str, Any]) -> tuple[dict
     return hook, _grouped_state("alertmanager", title, labels, annotations, started)
 
 
-GRAFANA_FOLDERS = {
-    "database": ["Databases", "Postgres", "Data"],
-    "network": ["Network", "Edge", "DNS"],
-    "application": ["Services", "Apps", "Kubernetes"],
-}
-NEUTRAL_FOLDERS = ["Production", "Alerts", "SRE", "Infrastructure", "On-call"]
+GRAFANA_FOLDERS: dict[str, list[str]] = _PHRASINGS["grafana_folders"]
+NEUTRAL_FOLDERS: list[str] = _PHRASINGS["neutral_folders"]
 
 
 def render_grafana(rng: random.Random, alert: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -198,23 +197,7 @@ def render_grafana(rng: random.Random, alert: dict[str, Any]) -> tuple[dict[str,
     return body, _grouped_state("grafana", title, labels, annotations, started)
 
 
-CM_RESOURCES = {
-    "host": ("gce_instance", "VM Instance"),
-    "pod": ("k8s_container", "Kubernetes Container"),
-    "node": ("k8s_node", "Kubernetes Node"),
-    "job": ("k8s_container", "Kubernetes Container"),
-    "db": ("cloudsql_database", "Cloud SQL Database"),
-    "service": ("prometheus_target", "Prometheus Target"),
-    "queue": ("pubsub_subscription", "Cloud Pub/Sub Subscription"),
-    "edge": ("https_lb_rule", "Google Cloud HTTP/S Load Balancing Rule"),
-    "dns": ("prometheus_target", "Prometheus Target"),
-    "cert": ("uptime_url", "Uptime Check URL"),
-    "link": ("vpn_gateway", "VPN Gateway"),
-    "endpoint": ("uptime_url", "Uptime Check URL"),
-    "target": ("prometheus_target", "Prometheus Target"),
-    "tech": ("prometheus_target", "Prometheus Target"),
-    "container": ("gce_instance", "VM Instance"),
-}
+CM_RESOURCES: dict[str, tuple[str, str]] = frozen(_PHRASINGS["cm_resources"])
 
 
 RESOURCE_NAMES = dict(CM_RESOURCES.values())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .common import TEAMS
+from .data import frozen, table
 from .kinds import Kind
 from .states import StateTable, _state_facts
 from .states_availability import CRASHING, DOWN, QUORUM, REPLICATION
@@ -11,9 +12,12 @@ from .states_platform import BROKERS, CONFIG, RUNTIMES
 from .states_serving import BACKENDS, CLIENT_REQUESTS, PERSISTENCE, STORAGE, THROUGHPUT
 from .tech import OPS, POOL_KIND, TECH
 
+_TECHNOLOGIES = table("technologies")
+_WEIGHTS = table("weights")
+
 _DB = ("database",)
 APP_TECHS = tuple(k for k, t in TECH.items() if t.team == "application")
-RUNTIME_TECHS = ("phpfpm", "nodejs", "jvm", "goapp", "gunicorn", "celery", "sidekiq")
+RUNTIME_TECHS: tuple[str, ...] = frozen(_TECHNOLOGIES["runtime_techs"])
 
 
 def _state_kind(
@@ -43,27 +47,7 @@ def _state_kind(
 
 # How often each state kind is drawn (the others: 1): enough for the toy to learn states at its
 # fixed budget, availability and data-loss kinds most.
-STATE_WEIGHTS = {
-    "tech_down": 4.5,
-    "quorum": 3.5,
-    "replication_state": 3.0,
-    "crashing": 2.0,
-    "lb_backends": 3.0,
-    "throughput": 1.5,
-    "client_requests": 0.8,
-    "storage_state": 1.0,
-    "persistence": 1.0,
-    "config_reload": 1.0,
-    "broker_state": 2.0,
-    "runtime": 1.5,
-    "gitops": 0.8,
-    "net_state": 1.5,
-    "version_mismatch": 0.6,
-    "workload_state": 2.0,
-    "blackbox": 3.0,
-    "container_state": 1.5,
-    "iface_down": 1.0,
-}
+STATE_WEIGHTS: dict[str, float] = _WEIGHTS["state_weights"]
 # State kinds: severity follows what broke, not a magnitude (see the module docstring).
 STATE_KINDS: list[Kind] = [
     _state_kind(
@@ -306,4 +290,4 @@ STATE_KINDS: list[Kind] = [
 # the kit's own samples and README example are such alerts: drawn about as often as other kinds.
 # (3-4x, with the catalogue, left the team question unlearnt in a CPU run; x1 learnt it on a GPU
 # sweep of this script, evals/alerts/results/toy-sweep-2026-12-02.)
-HOST_WEIGHTS = {"host_disk": 1.2, "host_memory": 0.9, "host_cpu": 0.9}
+HOST_WEIGHTS: dict[str, float] = _WEIGHTS["host_weights"]

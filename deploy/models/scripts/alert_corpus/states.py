@@ -7,7 +7,10 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .common import _fill, _num
+from .data import frozen, table
 from .kinds import Facts
+
+_PHRASINGS = table("phrasings")
 
 
 class State(NamedTuple):
@@ -47,55 +50,8 @@ def _s(
 
 # How rule authors put the thing and the clause together, per scope: as summaries, and as the
 # one sentence of the community template ("<sentence>\n  VALUE = ...\n  LABELS = map[...]").
-LINES = {
-    "instance": (
-        "{Tech} {what} (instance {instance})",
-        "{Tech} on {instance} {what}",
-        "{Tech} {unit} {host} {what}",
-        "{host}: {Tech} {what}",
-        "{Tech} {instance} {what}",
-    ),
-    "cluster": (
-        "{Tech} cluster {cname} {what}",
-        "{Tech} {what} (cluster {cname})",
-        "{cname}: {Tech} {what}",
-        "{Tech} {what} (instance {instance})",
-    ),
-    "pool": (
-        "{Tech} {pool_kind} {pool} {what}",
-        "{Tech} {what} ({pool_kind} {pool})",
-        "{pool_kind} {pool} on {host} {what}",
-        "{Tech} {pool_kind} {pool} {what} (instance {instance})",
-    ),
-    "workload": (
-        "{Controller} {namespace}/{workload} {what}",
-        "{workload} {what}",
-        "{Controller} {workload} in {namespace} {what}",
-        "Kubernetes {Controller} {workload} {what}",
-    ),
-    "probe": ("{target} {what}", "Endpoint {target} {what}", "Blackbox {module} probe: {target} {what}"),
-    "container": (
-        "Container {container} on {host} {what}",
-        "{container} {what}",
-        "Docker container {container} {what} (instance {instance})",
-    ),
-    "link": (
-        "Interface {interface} on {device} {what}",
-        "{device}: {interface} {what}",
-        "{device} {interface} {what}",
-    ),
-    "app": ("{Tech} {what}", "{Tech}: {what}", "{Tech} {what} (namespace {namespace})"),
-}
-SENTENCE = {
-    "instance": "{Tech} {unit} {what}",
-    "cluster": "{Tech} cluster {what}",
-    "pool": "{Tech} {pool_kind} {pool} {what}",
-    "workload": "{Controller} {workload} {what}",
-    "probe": "Probe of {target} {what}",
-    "container": "Container {container} {what}",
-    "link": "Interface {interface} on {device} {what}",
-    "app": "{Tech} {what}",
-}
+LINES: dict[str, tuple[str, ...]] = frozen(_PHRASINGS["lines"])
+SENTENCE: dict[str, str] = _PHRASINGS["sentence"]
 
 StateTable = dict[str, dict[str, list[State]]]  # tech ("*": any) -> level -> states
 
@@ -185,20 +141,5 @@ def _const(**fields: Any) -> Callable[[random.Random, dict[str, Any]], dict[str,
     return lambda rng, f: dict(fields)
 
 
-CRASH_ERRS = (
-    "FATAL: could not read configuration",
-    "panic: runtime error: invalid memory address",
-    "OOMKilled",
-    "segmentation fault",
-    "bind: address already in use",
-    "java.lang.OutOfMemoryError",
-    "exit code 137",
-    "exit code 1",
-)
-WHY_RESTART = (
-    "config change",
-    "version upgrade",
-    "planned maintenance",
-    "node drain",
-    "certificate rotation",
-)
+CRASH_ERRS: tuple[str, ...] = frozen(_PHRASINGS["crash_errs"])
+WHY_RESTART: tuple[str, ...] = frozen(_PHRASINGS["why_restart"])

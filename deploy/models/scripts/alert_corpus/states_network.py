@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from .data import frozen, table
 from .states import StateTable, _const, _n, _of, _pcts, _s
+
+_PHRASINGS = table("phrasings")
 
 GITOPS: StateTable = {
     "argocd": {
@@ -524,11 +527,7 @@ PROBES: StateTable = {  # keyed by the probe's module family
         ],
     },
 }
-PROBE_FAILURES: dict[str, tuple[str, ...]] = {
-    "http": ("connection refused", "timeout after 10s", "TLS handshake failed", "no such host"),
-    "icmp": ("100% packet loss", "timeout after 5s"),
-    "tcp": ("connection refused", "timeout after 10s"),
-}
+PROBE_FAILURES: dict[str, tuple[str, ...]] = frozen(_PHRASINGS["probe_failures"])
 
 CONTAINERS: StateTable = {
     "*": {

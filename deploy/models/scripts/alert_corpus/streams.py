@@ -25,7 +25,10 @@ from .common import (
     TO_SDK_LEVEL,
     needs_page,
 )
+from .data import table
 from .render import RENDERERS, sdk_state
+
+_WEIGHTS = table("weights")
 
 
 def example(rng: random.Random, source: str | None = None) -> dict[str, Any]:
@@ -129,11 +132,11 @@ CATALOGUE = Path(__file__).resolve().parents[1] / "data" / "catalogue.jsonl.gz"
 # alerts, CC BY 4.0: its rules outside the eval's categories, built by evals/alerts/build_public.py
 # --training): the words real rules are written in, and how their authors rate them. Half of those
 # come without the severity label, so the level is read from the rule's name and description.
-CATALOGUE_SHARE = 0.2
-CATALOGUE_UNLABELLED = 0.5
+CATALOGUE_SHARE: float = _WEIGHTS["catalogue_share"]
+CATALOGUE_UNLABELLED: float = _WEIGHTS["catalogue_unlabelled"]
 # How often each question is asked of a realistic alert. The team choice is learnt last: at 0.4 it
 # lagged on the sweep (dev team 0.95 in the request's order, 0.36 reversed); at 0.55, 0.99 and 0.89.
-QUESTION_WEIGHTS = {"page": 0.225, "team": 0.55, "severity": 0.225}
+QUESTION_WEIGHTS: dict[str, float] = _WEIGHTS["question_weights"]
 
 
 def catalogue(split: str) -> list[dict[str, Any]]:

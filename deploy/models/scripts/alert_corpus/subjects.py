@@ -6,251 +6,27 @@ import random
 from typing import Any
 
 from .common import _alnum, _hex
+from .data import table
+
+_SUBJECTS = table("subjects")
 
 # -- the things alerts are about ----------------------------------------------------------------
 
-SERVICES = [
-    "checkout",
-    "payments",
-    "search",
-    "billing",
-    "auth",
-    "inventory",
-    "profile",
-    "feed",
-    "catalog",
-    "orders",
-    "notifications",
-    "shipping",
-    "recommendations",
-    "cart",
-    "pricing",
-    "ledger",
-    "reporting",
-    "media",
-    "accounts",
-    "booking",
-    "invoicing",
-    "loyalty",
-]
-SVC_SUFFIX = ["", "", "", "-api", "-service", "-svc", "-web", "-backend", "-worker"]
-REGIONS = [
-    "us-east1",
-    "us-central1",
-    "europe-west1",
-    "europe-west4",
-    "eu-west-1",
-    "us-west-2",
-    "asia-southeast1",
-    "ap-south-1",
-    "eu-central-1",
-]
-CLUSTERS = [
-    "prod-eu1",
-    "gke-prod-1",
-    "k8s-main",
-    "eks-prod-2",
-    "prod-us-east",
-    "aks-weu-prod",
-    "shop-prod",
-    "platform-prd",
-]
-ENVS = ["prod", "production", "prd", "live"]
-PROJECTS = ["acme-prod", "shop-prod-4821", "payments-live", "example-project", "core-infra-prd"]
-DOMAINS = ["example.com", "shop.example.com", "acme.io", "example.net", "internal.example.org"]
-HOST_PREFIX = {
-    "database": [
-        "db",
-        "pg",
-        "pg-main",
-        "pg-replica",
-        "postgres",
-        "mysql",
-        "mariadb",
-        "mongo",
-        "redis",
-        "cassandra",
-        "es-data",
-        "clickhouse",
-        "orders-db",
-        "users-db",
-        "billing-db",
-        "mssql",
-        "oracle",
-        "etcd",
-        "couchdb",
-        "solr",
-        "memcached",
-        "opensearch",
-        "pgbouncer",
-        "scylla",
-    ],
-    "network": [
-        "lb",
-        "haproxy",
-        "nginx-edge",
-        "envoy",
-        "edge-rtr",
-        "core-sw",
-        "vpn-gw",
-        "dns",
-        "fw",
-        "proxy",
-        "ingress",
-        "traefik",
-        "consul",
-        "ns",
-        "keepalived",
-        "caddy",
-        "bind",
-    ],
-    "application": [
-        "web",
-        "api",
-        "app",
-        "worker",
-        "batch",
-        "checkout",
-        "search",
-        "frontend",
-        "jobs",
-        "payments-app",
-        "cart-web",
-        "kafka",
-        "rabbitmq",
-        "zk",
-        "nats",
-        "keycloak",
-        "sidekiq",
-    ],
-}
-ROLE_ALIAS = {
-    "database": ["db", "database", "postgres", "mysql", "datastore"],
-    "network": ["lb", "proxy", "edge", "router", "dns"],
-    "application": ["web", "api", "app", "worker", "backend"],
-}
-ENGINES: dict[str, dict[str, Any]] = {
-    "postgres": {
-        "names": ["Postgres", "PostgreSQL", "Postgresql", "PG"],
-        "port": 5432,
-        "exporter": 9187,
-        "jobs": ["postgres-exporter", "postgres", "postgresql"],
-        "hosts": ["pg", "postgres", "db", "pg-main", "pg-replica", "orders-db", "users-db", "billing-db"],
-        "workloads": ["postgres", "pg-main", "pg-cluster", "orders-pg", "postgresql"],
-    },
-    "mysql": {
-        "names": ["MySQL", "Mysql", "MariaDB"],
-        "port": 3306,
-        "exporter": 9104,
-        "jobs": ["mysqld-exporter", "mysql"],
-        "hosts": ["mysql", "mariadb", "db", "shop-db"],
-        "workloads": ["mysql-primary", "mariadb-galera", "mysql"],
-    },
-    "mongodb": {
-        "names": ["MongoDB", "Mongodb", "Mongo"],
-        "port": 27017,
-        "exporter": 9216,
-        "jobs": ["mongodb-exporter", "mongodb"],
-        "hosts": ["mongo", "mongo-rs0", "mongodb"],
-        "workloads": ["mongodb", "mongo-rs0"],
-    },
-    "redis": {
-        "names": ["Redis"],
-        "port": 6379,
-        "exporter": 9121,
-        "jobs": ["redis-exporter", "redis"],
-        "hosts": ["redis", "redis-main", "sessions-redis"],
-        "workloads": ["redis-master", "redis-node"],
-    },
-    "cassandra": {
-        "names": ["Cassandra"],
-        "port": 9042,
-        "exporter": 7070,
-        "jobs": ["cassandra"],
-        "hosts": ["cassandra", "cass"],
-        "workloads": ["cassandra"],
-    },
-    "elasticsearch": {
-        "names": ["Elasticsearch", "OpenSearch", "ES"],
-        "port": 9200,
-        "exporter": 9114,
-        "jobs": ["elasticsearch-exporter", "elasticsearch", "opensearch"],
-        "hosts": ["es-data", "opensearch", "es"],
-        "workloads": ["elasticsearch-data", "opensearch-cluster-master"],
-    },
-    "clickhouse": {
-        "names": ["ClickHouse", "Clickhouse"],
-        "port": 9000,
-        "exporter": 9363,
-        "jobs": ["clickhouse"],
-        "hosts": ["clickhouse", "ch"],
-        "workloads": ["clickhouse-shard0"],
-    },
-    "mssql": {
-        "names": ["SQL Server", "MSSQL"],
-        "port": 1433,
-        "exporter": 4000,
-        "jobs": ["mssql-exporter", "sql-exporter"],
-        "hosts": ["sql", "mssql", "sqlsrv"],
-        "workloads": ["mssql"],
-    },
-    "oracle": {
-        "names": ["Oracle", "OracleDB"],
-        "port": 1521,
-        "exporter": 9161,
-        "jobs": ["oracledb-exporter", "oracle"],
-        "hosts": ["ora", "oracle", "erp-db"],
-        "workloads": ["oracle-db"],
-    },
-    "couchdb": {
-        "names": ["CouchDB"],
-        "port": 5984,
-        "exporter": 9984,
-        "jobs": ["couchdb", "couchdb-exporter"],
-        "hosts": ["couchdb", "couch"],
-        "workloads": ["couchdb"],
-    },
-}
-NETWORK_WORKLOADS = [
-    ("coredns", "kube-system"),
-    ("ingress-nginx-controller", "ingress-nginx"),
-    ("envoy-gateway", "envoy-gateway-system"),
-    ("traefik", "traefik"),
-    ("haproxy-ingress", "ingress"),
-    ("istio-ingressgateway", "istio-system"),
-    ("external-dns", "kube-system"),
-    ("kube-proxy", "kube-system"),
-    ("cilium", "kube-system"),
-    ("calico-node", "calico-system"),
-    ("istiod", "istio-system"),
-    ("linkerd-destination", "linkerd"),
-    ("metallb-speaker", "metallb-system"),
-    ("consul-server", "consul"),
-]
-DAEMONSETS = {"kube-proxy", "cilium", "calico-node", "metallb-speaker"}
+SERVICES: list[str] = _SUBJECTS["services"]
+SVC_SUFFIX: list[str] = _SUBJECTS["svc_suffix"]
+REGIONS: list[str] = _SUBJECTS["regions"]
+CLUSTERS: list[str] = _SUBJECTS["clusters"]
+ENVS: list[str] = _SUBJECTS["envs"]
+PROJECTS: list[str] = _SUBJECTS["projects"]
+DOMAINS: list[str] = _SUBJECTS["domains"]
+HOST_PREFIX: dict[str, list[str]] = _SUBJECTS["host_prefix"]
+ROLE_ALIAS: dict[str, list[str]] = _SUBJECTS["role_alias"]
+ENGINES: dict[str, dict[str, Any]] = _SUBJECTS["engines"]
+NETWORK_WORKLOADS: list[tuple[str, str]] = [tuple(row) for row in _SUBJECTS["network_workloads"]]
+DAEMONSETS: frozenset[str] = frozenset(_SUBJECTS["daemonsets"])
 # Brokers and identity services in pods: the application team's (see the default policy).
-APP_WORKLOADS = [
-    "kafka",
-    "rabbitmq",
-    "zookeeper",
-    "nats",
-    "pulsar-broker",
-    "keycloak",
-    "celery-worker",
-    "sidekiq",
-]
-PROXIES = [
-    ("nginx", "Nginx", "nginx"),
-    ("haproxy", "HAProxy", "haproxy"),
-    ("envoy", "Envoy", "envoy"),
-    ("traefik", "Traefik", "traefik"),
-    ("ingress-nginx", "Ingress", "ingress-nginx"),
-    ("lb", "LB", "gclb"),
-    ("caddy", "Caddy", "caddy"),
-    ("apache", "Apache", "apache"),
-    ("istio", "Istio", "istio-mesh"),
-    ("linkerd", "Linkerd", "linkerd-proxy"),
-]
+APP_WORKLOADS: list[str] = _SUBJECTS["app_workloads"]
+PROXIES: list[tuple[str, str, str]] = [tuple(row) for row in _SUBJECTS["proxies"]]
 
 
 def _service(rng: random.Random) -> str:
