@@ -4,9 +4,11 @@ Standard library only, and the kit's own standard-library modules (app/alerts/re
 label fingerprint, the summary, `Alert.state()`; app/gateway/decisions/orders.py: option orders;
 evals/alerts/gofmt.py: Go's printing), never copies of them: the training script (engine python)
 imports this package with the checkout's root on sys.path, the kit's tests load it as
-deploy/devstack/stack.py loads toy_task.py. Modules: `common` (terms, helpers, names), `subjects`,
-`kinds` and `kinds_*` (the magnitude kinds), `tech`, `states` and `states_*` (the state kinds'
-tables), `state_kinds`, `alerts` (one alert), `render` (senders' payloads), `streams`.
+deploy/devstack/stack.py loads toy_task.py. Tables in data/*.toml; modules: `common` (terms,
+helpers, names), `subjects`, `kinds` (a kind, its facts' drawers), `catalog` (the magnitude kinds
+of data/kinds.toml, their own drawers named functions of `facts_*`), `tech`, `states` and
+`states_*` (the state kinds' tables), `state_kinds`, `alerts` (one alert), `render` (senders'
+payloads), `streams`.
 
 An alert is drawn from one of 75 kinds: 56 mostly about magnitudes (hosts, Kubernetes, databases,
 caches, queues, DNS, TLS, load balancers, network, application SLOs), each with its own names

@@ -7,12 +7,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from .catalog import magnitude_kinds
 from .common import AMBIGUOUS, _alnum, _dur, _fill, needs_page
 from .data import table
 from .kinds import Kind
-from .kinds_data import DATA_KINDS
-from .kinds_edge import EDGE_KINDS
-from .kinds_hosts import HOST_KINDS
 from .state_kinds import HOST_WEIGHTS, STATE_KINDS
 from .subjects import CLUSTERS, ENGINES, ENVS, REGIONS, SERVICES, _service, subject
 from .tech import _tech_subject
@@ -23,7 +21,7 @@ _PHRASINGS = table("phrasings")
 @functools.cache
 def kinds() -> tuple[Kind, ...]:
     """Every kind in draw order, each with its draw weight (HOST_WEIGHTS applied)."""
-    every = (*HOST_KINDS, *DATA_KINDS, *EDGE_KINDS, *STATE_KINDS)
+    every = (*magnitude_kinds(), *STATE_KINDS)
     return tuple(k._replace(weight=k.weight * HOST_WEIGHTS.get(k.key, 1.0)) for k in every)
 
 

@@ -163,6 +163,3 @@ def _down_facts(level: str) -> Callable[[random.Random, dict[str, Any]], dict[st
         }
 
     return draw
-
-
-E = {"Engine": "{Engine}"}  # names that take the engine's own spelling
