@@ -4,11 +4,12 @@ Standard library only, and the kit's own standard-library modules (app/alerts/re
 label fingerprint, the summary, `Alert.state()`; app/gateway/decisions/orders.py: option orders;
 evals/alerts/gofmt.py: Go's printing), never copies of them: the training script (engine python)
 imports this package with the checkout's root on sys.path, the kit's tests load it as
-deploy/devstack/stack.py loads toy_task.py. Tables in data/*.toml; modules: `common` (terms,
-helpers, names), `subjects`, `kinds` (a kind, its facts' drawers), `catalog` (the magnitude kinds
-of data/kinds.toml, their own drawers named functions of `facts_*`), `tech`, `states` and
-`states_*` (the state kinds' tables), `state_kinds`, `alerts` (one alert), `render` (senders'
-payloads), `streams`.
+deploy/devstack/stack.py loads toy_task.py. Data in data/*.toml (terms, subjects, technologies,
+phrasings, weights, the kinds, the state kinds and their states), read by `data`; modules: `common`
+(terms, helpers, names), `subjects`, `tech`, `kinds` (a kind, its facts' drawers), `states` (a
+state kind's facts and drawers), `catalog` (the kinds built from the data, drawers resolved by
+name, draw weights), `facts_*` (the named drawers the data refers to), `alerts` (one alert),
+`render` (senders' payloads), `streams`.
 
 An alert is drawn from one of 75 kinds: 56 mostly about magnitudes (hosts, Kubernetes, databases,
 caches, queues, DNS, TLS, load balancers, network, application SLOs), each with its own names
@@ -69,7 +70,8 @@ from app.alerts.records import Alert, labels_fingerprint
 from app.gateway.decisions.orders import option_order
 from evals.alerts.gofmt import go_labels, go_value
 
-from .alerts import kind, kinds, make_alert
+from .alerts import make_alert
+from .catalog import kind, kinds
 from .common import (
     AMBIGUOUS,
     LEVELS,

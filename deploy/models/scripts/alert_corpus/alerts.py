@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable
 from typing import Any
 
-from .catalog import magnitude_kinds
+from .catalog import kinds
 from .common import AMBIGUOUS, _alnum, _dur, _fill, needs_page
 from .data import table
-from .kinds import Kind
-from .state_kinds import HOST_WEIGHTS, STATE_KINDS
 from .subjects import CLUSTERS, ENGINES, ENVS, REGIONS, SERVICES, _service, subject
 from .tech import _tech_subject
 
 _PHRASINGS = table("phrasings")
-
-
-@functools.cache
-def kinds() -> tuple[Kind, ...]:
-    """Every kind in draw order, each with its draw weight (HOST_WEIGHTS applied)."""
-    every = (*magnitude_kinds(), *STATE_KINDS)
-    return tuple(k._replace(weight=k.weight * HOST_WEIGHTS.get(k.key, 1.0)) for k in every)
-
-
-def kind(key: str) -> Kind:
-    """The kind of this key."""
-    return next(k for k in kinds() if k.key == key)
 
 
 EXCEPTIONS: list[str] = _PHRASINGS["exceptions"]

@@ -137,9 +137,40 @@ def _pcts(lo: float, hi: float, thr: float) -> Callable[[random.Random, dict[str
     return draw
 
 
+def _one(total: int) -> int:
+    return 1
+
+
+def _half(total: int) -> int:
+    return total // 2
+
+
+def _majority(total: int) -> int:
+    return total // 2 + 1
+
+
+def _every(total: int) -> int:
+    return total
+
+
+def _one_of_two_else_half(total: int) -> int:
+    return total - 1 if total == 2 else total // 2
+
+
+# How many of `total` members are down, for `_of` (data/states.toml's `down`).
+DOWN_RULES: dict[str, Callable[[int], int]] = {
+    "one": _one,
+    "half": _half,
+    "majority": _majority,
+    "all": _every,
+    "one_of_two_else_half": _one_of_two_else_half,
+}
+
+
 def _const(**fields: Any) -> Callable[[random.Random, dict[str, Any]], dict[str, Any]]:
     return lambda rng, f: dict(fields)
 
 
 CRASH_ERRS: tuple[str, ...] = frozen(_PHRASINGS["crash_errs"])
 WHY_RESTART: tuple[str, ...] = frozen(_PHRASINGS["why_restart"])
+PROBE_FAILURES: dict[str, tuple[str, ...]] = frozen(_PHRASINGS["probe_failures"])
