@@ -10,7 +10,7 @@ from typing import Any
 from . import facts_data, facts_edge, facts_hosts, facts_states
 from .common import _count, _ms, _pct, _rate, _secs
 from .data import frozen, table
-from .kinds import Facts, Kind, _disk_more, _down_facts, _fixed, _pick, _replica_facts, scale
+from .kinds import Facts, Kind, _disk_more, _down_facts, _fixed, _pick, _replica_facts, fields, scale
 from .states import DOWN_RULES, State, StateTable, _const, _n, _of, _pcts, _state_facts
 
 SHOWS: dict[str, Callable[..., str]] = {"pct": _pct, "secs": _secs, "ms": _ms, "count": _count, "rate": _rate}
@@ -23,16 +23,20 @@ DRAWERS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _drawer(spec: str | dict[str, Any], level: str) -> Callable[..., dict[str, Any]]:
+    """A named drawer (one per level for PER_LEVEL's), or a table of fields."""
+    if isinstance(spec, dict):
+        return fields(spec)
+    return PER_LEVEL[spec](level) if spec in PER_LEVEL else DRAWERS[spec]
+
+
 def facts(spec: dict[str, Any]) -> Facts:
     """A kind's facts: a value on a scale per level (`scale`, `show`, `more` or `pick`), or a
     drawer per level (`fixed`)."""
     if "fixed" in spec:
-        fixed = spec["fixed"]
-        return _fixed(
-            {lv: PER_LEVEL[name](lv) if name in PER_LEVEL else DRAWERS[name] for lv, name in fixed.items()}
-        )
+        return _fixed({lv: _drawer(name, lv) for lv, name in spec["fixed"].items()})
     show = SHOWS[spec["show"]] if spec["show"] in SHOWS else DRAWERS[spec["show"]]
-    more = _pick(spec["pick"]) if "pick" in spec else DRAWERS[spec["more"]] if "more" in spec else None
+    more = _pick(spec["pick"]) if "pick" in spec else _drawer(spec["more"], "") if "more" in spec else None
     return scale({lv: (lo, hi) for lv, (lo, hi) in spec["scale"].items()}, show, more)
 
 
@@ -57,10 +61,12 @@ def magnitude_kinds() -> list[Kind]:
 
 
 def _draw(spec: str | dict[str, Any] | None) -> Callable[..., dict[str, Any]] | None:
-    """A state's draw of its values: a named function, or `n`, `of`, `pcts`, `const` with its
-    arguments."""
+    """A state's draw of its values: a named function, `n`, `of`, `pcts`, `const` with its
+    arguments, or a table of fields."""
     if spec is None or isinstance(spec, str):
         return None if spec is None else facts_states.DRAWERS[spec]
+    if "drawer" not in spec:
+        return fields(spec)
     args = {k: v for k, v in spec.items() if k != "drawer"}
     if spec["drawer"] == "n":
         return _n(**args)

@@ -9,10 +9,6 @@ from typing import Any
 from .states import CRASH_ERRS, PROBE_FAILURES, WHY_RESTART, _pcts
 
 
-def quorum_solr_critical_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"n": rng.randint(1, 8), "num": 0, "thr": 1}
-
-
 def crashing_any_critical_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
     return {
         "n": (n := rng.randint(5, 40)),
@@ -34,10 +30,6 @@ def crashing_any_error_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any
 
 def crashing_any_info_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
     return {"n": rng.randint(3, 50), "num": 1, "thr": 1, "why": rng.choice(WHY_RESTART)}
-
-
-def backends_any_critical_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"total": rng.randint(2, 6), "num": 0, "thr": 1}
 
 
 def throughput_any_critical_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
@@ -81,88 +73,14 @@ def client_requests_any_critical_0(rng: random.Random, f: dict[str, Any]) -> dic
     }
 
 
-def client_requests_any_error_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "n": (n := rng.randint(5, 40)),
-        "num": n,
-        "thr": 5,
-        "rw": rng.choice(["read", "write"]),
-        "pct": rng.randint(2, 5),
-    }
-
-
-def client_requests_any_warning_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "n": (n := rng.randint(2, 30)),
-        "num": n,
-        "thr": 1,
-        "rw": rng.choice(["read", "write", "mutation"]),
-    }
-
-
 def storage_postgres_error_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
     return {"n": (n := rng.randint(16, 19)), "left": 2100 - n * 100, "num": n, "thr": 15}
-
-
-def config_any_warning_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "n": rng.randint(5, 90),
-        "num": 0,
-        "thr": 1,
-        "err": rng.choice(
-            [
-                "syntax error on line 42",
-                "unknown directive",
-                "invalid upstream",
-                "certificate file not found",
-                "duplicate listener",
-            ]
-        ),
-    }
 
 
 def brokers_litellm_error_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
     return {
         **_pcts(10, 30, 10)(rng, f),
         "provider": rng.choice(["openai", "anthropic", "vertex_ai", "azure"]),
-    }
-
-
-def gitops_argocd_warning_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "num": 1,
-        "thr": 1,
-        "why": rng.choice(["one or more objects failed to apply", "ComparisonError", "hook failed"]),
-    }
-
-
-def gitops_flux_warning_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "num": 0,
-        "thr": 1,
-        "why": rng.choice(["health check timed out", "dry-run failed", "dependency not ready"]),
-    }
-
-
-def net_states_calico_error_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"n": rng.randint(0, 9), "num": 0, "thr": 1}
-
-
-def net_states_keepalived_critical_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"n": rng.randint(10, 250), "num": 2, "thr": 1}
-
-
-def net_states_keepalived_warning_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"n": rng.randint(10, 250), "num": 1, "thr": 1}
-
-
-def versions_any_info_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "num": 2,
-        "thr": 1,
-        "k": rng.randint(1, 3),
-        "v1": f"{(a := rng.randint(1, 9))}.{rng.randint(0, 20)}.{rng.randint(0, 9)}",
-        "v2": f"{a}.{rng.randint(21, 30)}.{rng.randint(0, 9)}",
     }
 
 
@@ -174,10 +92,6 @@ def versions_any_warning_0(rng: random.Random, f: dict[str, Any]) -> dict[str, A
         "v1": f"{(a := rng.randint(1, 9))}.{rng.randint(0, 20)}",
         "v2": f"{a + 1}.0",
     }
-
-
-def workloads_any_critical_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"total": rng.choice([1, 2, 3, 3, 5]), "num": 0, "thr": 1}
 
 
 def workloads_any_error_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
@@ -212,20 +126,8 @@ def probes_any_critical_0(rng: random.Random, f: dict[str, Any]) -> dict[str, An
     return {"num": 0, "thr": 1, "reason": rng.choice(PROBE_FAILURES[f["tech"]])}
 
 
-def probes_any_warning_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"total": rng.choice([3, 4, 5]), "n": rng.randint(1, 3), "num": 1, "thr": 1}
-
-
-def probes_http_critical_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"code": (c := rng.choice([500, 502, 503, 504])), "num": c, "thr": 399}
-
-
 def probes_http_critical_1(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
     return {"n": (n := rng.randint(1, 9)), "num": -n, "thr": 0}
-
-
-def probes_http_error_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"n": (n := rng.randint(3, 8)), "num": n, "thr": 2}
 
 
 def probes_http_error_1(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
@@ -244,63 +146,24 @@ def probes_http_info_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
     return {"n": (n := rng.randint(30, 45)), "num": n, "thr": 45, "above": False}
 
 
-def containers_any_critical_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "num": 0,
-        "thr": 1,
-        "exit": rng.choice(["exit code 1", "exit code 137", "exit code 139"]),
-    }
-
-
-def containers_any_warning_0(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "num": 1,
-        "thr": 1,
-        "n": rng.randint(5, 60),
-        "exit": rng.choice(["exit code 137", "SIGKILL"]),
-    }
-
-
-def ifaces_any_warning_1(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
-    return {"n": rng.randint(2, 3), "num": 0, "thr": 1}
-
-
 DRAWERS: dict[str, Callable[..., Any]] = {
-    "quorum_solr_critical_0": quorum_solr_critical_0,
     "crashing_any_critical_0": crashing_any_critical_0,
     "crashing_any_error_0": crashing_any_error_0,
     "crashing_any_info_0": crashing_any_info_0,
-    "backends_any_critical_0": backends_any_critical_0,
     "throughput_any_critical_0": throughput_any_critical_0,
     "throughput_any_warning_0": throughput_any_warning_0,
     "throughput_any_info_0": throughput_any_info_0,
     "client_requests_any_critical_0": client_requests_any_critical_0,
-    "client_requests_any_error_0": client_requests_any_error_0,
-    "client_requests_any_warning_0": client_requests_any_warning_0,
     "storage_postgres_error_0": storage_postgres_error_0,
-    "config_any_warning_0": config_any_warning_0,
     "brokers_litellm_error_0": brokers_litellm_error_0,
-    "gitops_argocd_warning_0": gitops_argocd_warning_0,
-    "gitops_flux_warning_0": gitops_flux_warning_0,
-    "net_states_calico_error_0": net_states_calico_error_0,
-    "net_states_keepalived_critical_0": net_states_keepalived_critical_0,
-    "net_states_keepalived_warning_0": net_states_keepalived_warning_0,
-    "versions_any_info_0": versions_any_info_0,
     "versions_any_warning_0": versions_any_warning_0,
-    "workloads_any_critical_0": workloads_any_critical_0,
     "workloads_any_error_0": workloads_any_error_0,
     "workloads_any_warning_0": workloads_any_warning_0,
     "workloads_any_info_0": workloads_any_info_0,
     "probes_any_critical_0": probes_any_critical_0,
-    "probes_any_warning_0": probes_any_warning_0,
-    "probes_http_critical_0": probes_http_critical_0,
     "probes_http_critical_1": probes_http_critical_1,
-    "probes_http_error_0": probes_http_error_0,
     "probes_http_error_1": probes_http_error_1,
     "probes_http_warning_0": probes_http_warning_0,
     "probes_http_warning_1": probes_http_warning_1,
     "probes_http_info_0": probes_http_info_0,
-    "containers_any_critical_0": containers_any_critical_0,
-    "containers_any_warning_0": containers_any_warning_0,
-    "ifaces_any_warning_1": ifaces_any_warning_1,
 }

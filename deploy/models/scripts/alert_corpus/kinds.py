@@ -100,6 +100,38 @@ def _disk_more(rng: random.Random, level: str, v: float, f: dict[str, Any]) -> d
     }
 
 
+def fields(spec: dict[str, Any]) -> Callable[..., dict[str, Any]]:
+    """A drawer of the fields of a data table, in order: a number or text as it is, an array one of
+    its items (`rng.choice`), {randint = [a, b]}, {uniform = [a, b]}, {format = "{} of {}", args =
+    [...]} (the args drawn in order), {var = "n"} (a value named earlier with `as = "n"`)."""
+
+    def draw(rng: random.Random, *_: Any) -> dict[str, Any]:
+        names: dict[str, Any] = {}
+        return {name: _field(rng, s, names) for name, s in spec.items()}
+
+    return draw
+
+
+def _field(rng: random.Random, spec: Any, names: dict[str, Any]) -> Any:
+    if isinstance(spec, list):
+        return rng.choice(spec)
+    if not isinstance(spec, dict):
+        return spec
+    if "choice" in spec:
+        value = rng.choice(spec["choice"])
+    elif "randint" in spec:
+        value = rng.randint(*spec["randint"])
+    elif "uniform" in spec:
+        value = rng.uniform(*spec["uniform"])
+    elif "format" in spec:
+        value = spec["format"].format(*(_field(rng, a, names) for a in spec["args"]))
+    else:
+        value = names[spec["var"]]
+    if "as" in spec:
+        names[spec["as"]] = value
+    return value
+
+
 def _fixed(table: dict[str, Callable[[random.Random, dict[str, Any]], dict[str, Any]]]) -> Facts:
     """Facts for a kind whose level is a state (down, expired, 0 of 3 ready): one draw per level."""
 
