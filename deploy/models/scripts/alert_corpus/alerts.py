@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from typing import Any
 
 from .catalog import kinds
@@ -19,24 +18,6 @@ EXCEPTIONS: list[str] = _PHRASINGS["exceptions"]
 SEVERITY_LABEL: dict[str, list[str]] = _PHRASINGS["severity_label"]
 PRIORITY: dict[str, str] = _PHRASINGS["priority"]
 IMPACT: dict[str, list[str]] = _PHRASINGS["impact"]
-QUEUE_LABELS: dict[str, Callable[[random.Random, dict[str, Any]], dict[str, str]]] = {
-    "kafka_lag": lambda rng, f: {
-        "topic": f["topic"],
-        "consumergroup": f["group"],
-        "job": rng.choice(["kafka-exporter", "kafka-lag-exporter"]),
-    },
-    "queue_backlog": lambda rng, f: {
-        "queue": f["queue"],
-        "vhost": rng.choice(["/", "/prod", "shop"]),
-        "instance": f"rabbitmq-{rng.randint(0, 2)}:15692",
-    },
-    "queue_age": lambda rng, f: {rng.choice(["queue_name", "subscription", "stream"]): f["queue"]},
-    "broker_down": lambda rng, f: {
-        "job": rng.choice(["kafka", "rabbitmq", "nats"]),
-        "instance": f"{rng.choice(['kafka', 'rabbitmq', 'nats'])}-{rng.randint(0, 4)}:"
-        f"{rng.choice([9308, 15692, 7777])}",
-    },
-}
 
 
 def _job_subject(rng: random.Random, role: str) -> dict[str, Any]:
@@ -77,14 +58,12 @@ def _job_subject(rng: random.Random, role: str) -> dict[str, Any]:
 
 
 def _target_subject(rng: random.Random, role: str) -> dict[str, Any]:
-    draw: dict[str, Callable[[], str]] = {
-        "database": lambda: rng.choice(ENGINES[rng.choice(list(ENGINES))]["jobs"]),
-        "network": lambda: rng.choice(
-            ["ingress-nginx", "haproxy", "envoy", "coredns", "traefik", "blackbox-icmp"]
-        ),
-        "application": lambda: _service(rng),
-    }
-    job = draw[role]()
+    if role == "database":
+        job = rng.choice(ENGINES[rng.choice(list(ENGINES))]["jobs"])
+    elif role == "network":
+        job = rng.choice(["ingress-nginx", "haproxy", "envoy", "coredns", "traefik", "blackbox-icmp"])
+    else:
+        job = _service(rng)
     return {
         "role": role,
         "team": role,
@@ -147,8 +126,8 @@ def make_alert(rng: random.Random) -> dict[str, Any]:
     f.update(facts)
     if "state" in f:
         f["State"] = f["state"][:1].upper() + f["state"][1:]
-    if kind.subject == "queue":
-        extra_labels = {**QUEUE_LABELS[kind.key](rng, f), **extra_labels}
+    if kind.labels is not None:  # the queue kinds' own labels
+        extra_labels = {**kind.labels(rng, f), **extra_labels}
     f["nodes"] = f.get("nodes", rng.randint(6, 40))
     names = kind.names[level] if isinstance(kind.names, dict) else kind.names
     words = (f["alert_title"] if "alert_title" in f else _fill(rng.choice(names), f)).split()

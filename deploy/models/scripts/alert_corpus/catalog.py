@@ -55,6 +55,7 @@ def magnitude_kinds() -> list[Kind]:
             k["metric"],
             tuple(k.get("engines", ())),
             k.get("numeric", False),
+            labels=_drawer(k["labels"], "") if "labels" in k else None,
         )
         for k in table("kinds")["kind"]
     ]

@@ -64,7 +64,12 @@ def broker_down_error(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def queue_age_labels(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
+    return {rng.choice(["queue_name", "subscription", "stream"]): f["queue"]}
+
+
 DRAWERS: dict[str, Callable[..., Any]] = {
+    "queue_age_labels": queue_age_labels,
     "db_connections_more": db_connections_more,
     "backup_failed_show": backup_failed_show,
     "wal_disk_more": wal_disk_more,

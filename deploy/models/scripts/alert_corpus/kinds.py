@@ -36,6 +36,7 @@ class Kind(NamedTuple):
     numeric: bool = False  # has boundaries, so an ambiguous share
     weight: float = 1.0  # how often it is drawn, against the others
     states: dict[str, dict[str, list[Any]]] | None = None  # state kinds: tech ("*": any) -> level -> states
+    labels: Callable[[random.Random, dict[str, Any]], dict[str, Any]] | None = None  # the kind's own labels
 
 
 def scale(
@@ -75,7 +76,11 @@ def _pick(
     table: dict[str, list[str]],
 ) -> Callable[[random.Random, str, float, dict[str, Any]], dict[str, Any]]:
     """Extra fields: a phrase per level."""
-    return lambda rng, level, v, f: {"note": rng.choice(table[level])}
+
+    def draw(rng: random.Random, level: str, v: float, f: dict[str, Any]) -> dict[str, Any]:
+        return {"note": rng.choice(table[level])}
+
+    return draw
 
 
 ETA: dict[str, list[str]] = _PHRASINGS["eta"]
@@ -103,16 +108,17 @@ def _disk_more(rng: random.Random, level: str, v: float, f: dict[str, Any]) -> d
 def fields(spec: dict[str, Any]) -> Callable[..., dict[str, Any]]:
     """A drawer of the fields of a data table, in order: a number or text as it is, an array one of
     its items (`rng.choice`), {randint = [a, b]}, {uniform = [a, b]}, {format = "{} of {}", args =
-    [...]} (the args drawn in order), {var = "n"} (a value named earlier with `as = "n"`)."""
+    [...]} (the args drawn in order), {var = "n"} (a value named earlier with `as = "n"`), {fact =
+    "topic"} (the alert's own fact, the drawer's last argument)."""
 
-    def draw(rng: random.Random, *_: Any) -> dict[str, Any]:
+    def draw(rng: random.Random, *args: Any) -> dict[str, Any]:
         names: dict[str, Any] = {}
-        return {name: _field(rng, s, names) for name, s in spec.items()}
+        return {name: _field(rng, s, names, args[-1]) for name, s in spec.items()}
 
     return draw
 
 
-def _field(rng: random.Random, spec: Any, names: dict[str, Any]) -> Any:
+def _field(rng: random.Random, spec: Any, names: dict[str, Any], fact: dict[str, Any]) -> Any:
     if isinstance(spec, list):
         return rng.choice(spec)
     if not isinstance(spec, dict):
@@ -124,7 +130,9 @@ def _field(rng: random.Random, spec: Any, names: dict[str, Any]) -> Any:
     elif "uniform" in spec:
         value = rng.uniform(*spec["uniform"])
     elif "format" in spec:
-        value = spec["format"].format(*(_field(rng, a, names) for a in spec["args"]))
+        value = spec["format"].format(*(_field(rng, a, names, fact) for a in spec["args"]))
+    elif "fact" in spec:
+        value = fact[spec["fact"]]
     else:
         value = names[spec["var"]]
     if "as" in spec:

@@ -168,7 +168,12 @@ DOWN_RULES: dict[str, Callable[[int], int]] = {
 
 
 def _const(**fields: Any) -> Callable[[random.Random, dict[str, Any]], dict[str, Any]]:
-    return lambda rng, f: dict(fields)
+    """These fields, as they are."""
+
+    def draw(rng: random.Random, f: dict[str, Any]) -> dict[str, Any]:
+        return dict(fields)
+
+    return draw
 
 
 CRASH_ERRS: tuple[str, ...] = frozen(_PHRASINGS["crash_errs"])

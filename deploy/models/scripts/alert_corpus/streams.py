@@ -177,8 +177,12 @@ def _ordered(
     return read_of(state, q, right, order, f"{tag}:{name}")
 
 
+def _a_quarter() -> float:
+    return 0.25
+
+
 def catalogue_stream(
-    seed: int, policy: dict[str, Question], reordered_share: Callable[[], float] = lambda: 0.25
+    seed: int, policy: dict[str, Question], reordered_share: Callable[[], float] = _a_quarter
 ) -> Iterator[Read]:
     """Endless reads of the catalogue's train alerts with the policy's page and severity questions
     (its rules belong to no default team: no team reads)."""
@@ -194,7 +198,7 @@ def catalogue_stream(
 
 
 def train_stream(
-    seed: int, policy: dict[str, Question], reordered_share: Callable[[], float] = lambda: 0.25
+    seed: int, policy: dict[str, Question], reordered_share: Callable[[], float] = _a_quarter
 ) -> Iterator[Read]:
     """Endless reads of realistic alerts: the router's states (three sources) with the policy's
     questions, and SDK-style states with the SDK example's questions (a fifth of each the other

@@ -262,15 +262,12 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
             labels["module"] = module
         f["subject"], f["subject_key"] = target, "url" if target == url else "target"
     elif kind == "container":
-        name = {
-            "database": lambda: rng.choice(
-                ["postgres", "mysql", "redis", "mongo", "elasticsearch", "mariadb"]
-            ),
-            "network": lambda: rng.choice(
-                ["nginx", "haproxy", "traefik", "envoy", "caddy", "bind9", "coredns"]
-            ),
-            "application": lambda: _service(rng),
-        }[role]()
+        if role == "database":
+            name = rng.choice(["postgres", "mysql", "redis", "mongo", "elasticsearch", "mariadb"])
+        elif role == "network":
+            name = rng.choice(["nginx", "haproxy", "traefik", "envoy", "caddy", "bind9", "coredns"])
+        else:
+            name = _service(rng)
         image = {
             "postgres": "postgres:16",
             "mysql": "mysql:8.0",
