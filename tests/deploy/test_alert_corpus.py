@@ -5,9 +5,11 @@ the splits are deterministic and held out."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import re
+import tomllib
 from collections import Counter
 from itertools import pairwise
 from pathlib import Path
@@ -25,6 +27,7 @@ from app.gateway.decisions.orders import option_order
 from app.gateway.decisions.plan import Spec, render
 from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion
 from deploy.devstack.stack import script_module
+from deploy.models import SCRIPTS
 from evals.alerts.gofmt import go_labels, go_value
 
 pytestmark = pytest.mark.unit
@@ -240,3 +243,23 @@ def test_catalogue_reads_ask_page_and_severity_with_the_rules_answer() -> None:
         else:
             assert options[right] == severity
     assert 120 < unlabelled < 280  # about half without the label
+
+
+DRAWER_NAME = r'"(?:more|show|labels|draw|info|warning|error|critical)": "([a-z0-9_]+)"'  # as JSON
+
+
+def test_the_data_names_only_drawers_that_exist_and_every_drawer_is_named() -> None:
+    """data/*.toml refers to the named drawers of facts_*.py by name: each name resolves (building
+    every kind resolves them all) and no drawer is left that the data never names."""
+    data = SCRIPTS / "alert_corpus" / "data"
+    named = set()
+    for name in ("kinds", "states"):
+        text = json.dumps(tomllib.loads((data / f"{name}.toml").read_text()))
+        named |= set(
+            re.findall(r'"(?:more|show|labels|draw|info|warning|error|critical)": "([a-z0-9_]+)"', text)
+        )
+    drawers = set()
+    for module in ("facts_hosts", "facts_data", "facts_edge", "facts_states"):
+        drawers |= set(importlib.import_module(f"alert_corpus.{module}").DRAWERS)
+    assert drawers <= named, drawers - named
+    assert len(corpus.kinds()) == 75 and len({k.key for k in corpus.kinds()}) == 75
