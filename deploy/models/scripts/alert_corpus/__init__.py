@@ -5,11 +5,11 @@ label fingerprint, the summary, `Alert.state()`; app/gateway/decisions/orders.py
 evals/alerts/gofmt.py: Go's printing), never copies of them: the training script (engine python)
 imports this package with the checkout's root on sys.path, the kit's tests load it as
 deploy/devstack/stack.py loads toy_task.py. Data in data/*.toml (terms, subjects, technologies,
-phrasings, weights, the kinds, the state kinds and their states), read by `data`; modules: `common`
-(terms, helpers, names), `subjects`, `tech`, `kinds` (a kind, its facts' drawers), `states` (a
-state kind's facts and drawers), `catalog` (the kinds built from the data, drawers resolved by
-name, draw weights), `facts_*` (the named drawers the data refers to), `alerts` (one alert),
-`render` (senders' payloads), `streams`.
+phrasings, senders' words, weights, the kinds, the state kinds and their states), read by `data`;
+modules: `common` (terms, helpers, names), `subjects`, `tech`, `kinds` (a kind, its facts'
+drawers), `states` (a state kind's facts and drawers), `catalog` (the kinds built from the data,
+drawers resolved by name, draw weights), `facts_*` (the named drawers the data refers to),
+`alerts` (one alert), `render` (senders' payloads), `streams`.
 
 An alert is drawn from one of 75 kinds: 56 mostly about magnitudes (hosts, Kubernetes, databases,
 caches, queues, DNS, TLS, load balancers, network, application SLOs), each with its own names

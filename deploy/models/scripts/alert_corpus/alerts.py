@@ -12,6 +12,7 @@ from .subjects import CLUSTERS, ENGINES, ENVS, REGIONS, SERVICES, _service, subj
 from .tech import _tech_subject
 
 _PHRASINGS = table("phrasings")
+_CHOICES: dict[str, list[Any]] = _PHRASINGS["alert"]
 
 
 EXCEPTIONS: list[str] = _PHRASINGS["exceptions"]
@@ -23,17 +24,8 @@ IMPACT: dict[str, list[str]] = _PHRASINGS["impact"]
 def _job_subject(rng: random.Random, role: str) -> dict[str, Any]:
     f = subject(rng, "pod", "application", ())
     if role == "database":
-        job = rng.choice(
-            [
-                "pg-backup",
-                "postgres-basebackup",
-                "mysql-dump-nightly",
-                "mongo-backup",
-                "es-snapshot",
-                "clickhouse-backup",
-            ]
-        )
-        f["namespace"] = rng.choice(["databases", "data", "db", "backup"])
+        job = rng.choice(_CHOICES["backup_jobs"])
+        f["namespace"] = rng.choice(_CHOICES["job_namespaces"])
     else:
         role = "application"
         job = rng.choice(
@@ -51,7 +43,7 @@ def _job_subject(rng: random.Random, role: str) -> dict[str, Any]:
     f.update(job=job, pod=f"{run}-{_alnum(rng, 5)}", team=role, role=role, subject=job, subject_key="job")
     f["labels"] = {
         "namespace": f["namespace"],
-        rng.choice(["job_name", "cronjob", "job_name"]): run if rng.random() < 0.5 else job,
+        rng.choice(_CHOICES["job_label_keys"]): run if rng.random() < 0.5 else job,
         "job": "kube-state-metrics",
     }
     return f
@@ -61,7 +53,7 @@ def _target_subject(rng: random.Random, role: str) -> dict[str, Any]:
     if role == "database":
         job = rng.choice(ENGINES[rng.choice(list(ENGINES))]["jobs"])
     elif role == "network":
-        job = rng.choice(["ingress-nginx", "haproxy", "envoy", "coredns", "traefik", "blackbox-icmp"])
+        job = rng.choice(_CHOICES["network_target_jobs"])
     else:
         job = _service(rng)
     return {
@@ -85,7 +77,7 @@ def make_alert(rng: random.Random) -> dict[str, Any]:
     kind = rng.choices(every, weights=[k.weight for k in every])[0]
     role = rng.choice(kind.roles)
     if kind.subject == "job":
-        f = _job_subject(rng, rng.choice(["database", "application", "application"]))
+        f = _job_subject(rng, rng.choice(_CHOICES["job_roles"]))
     elif kind.subject == "target":
         f = _target_subject(rng, role)
     elif kind.subject == "tech":
@@ -105,20 +97,13 @@ def make_alert(rng: random.Random) -> dict[str, Any]:
         level = pair[rng.randrange(2)]
     f.setdefault("dur", _dur(rng))
     f.update(
-        reason=rng.choice(
-            [
-                "Insufficient cpu",
-                "Insufficient memory",
-                "node(s) had untolerated taint",
-                "pod has unbound immediate PersistentVolumeClaims",
-            ]
-        ),
-        limit=rng.choice(["512Mi", "1Gi", "2Gi", "256Mi"]),
+        reason=rng.choice(_CHOICES["pending_reasons"]),
+        limit=rng.choice(_CHOICES["memory_limits"]),
         version=f"v{rng.randint(1, 9)}.{rng.randint(0, 40)}.{rng.randint(0, 9)}",
         exc=rng.choice(EXCEPTIONS),
-        size=rng.choice([50, 100, 200]),
-        ago=rng.choice(["26h", "2 days", "3 days", "30h"]),
-        free_mem=f"{rng.choice([120, 300, 512, 800])}MiB",
+        size=rng.choice(_CHOICES["pvc_sizes"]),
+        ago=rng.choice(_CHOICES["last_success_ago"]),
+        free_mem=f"{rng.choice(_CHOICES['free_mem_mib'])}MiB",
         job=f.get("job", f.get("service", "node")),
     )
     facts = kind.facts(rng, level, pair, f)

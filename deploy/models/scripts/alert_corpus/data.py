@@ -1,5 +1,5 @@
-"""The corpus's tables (data/*.toml: terms, subjects, technologies, phrasings, weights), read with
-tomllib."""
+"""The corpus's tables (data/*.toml: terms, subjects, technologies, phrasings, senders, weights,
+kinds, state kinds, states), read with tomllib."""
 
 from __future__ import annotations
 

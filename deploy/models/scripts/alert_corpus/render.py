@@ -18,6 +18,7 @@ from .data import frozen, table
 from .subjects import CLUSTERS, ENVS, PROJECTS, REGIONS
 
 _PHRASINGS = table("phrasings")
+_SENDERS: dict[str, list[Any]] = table("senders")
 
 # -- senders' payloads and the state the router builds from them ------------------------------------
 
@@ -116,7 +117,7 @@ def render_alertmanager(rng: random.Random, alert: dict[str, Any]) -> tuple[dict
     t, nanos = _started(rng), rng.randrange(10**9)
     expr = f"{alert['metric']} {'>' if alert['above'] else '<'} {_num(alert['thr'], 3)}"
     hook = {
-        "receiver": rng.choice(["router", "alert-router", "dgemma-router", "webhook"]),
+        "receiver": rng.choice(_SENDERS["alertmanager_receivers"]),
         "status": "firing",
         "alerts": [
             {
@@ -133,9 +134,7 @@ def render_alertmanager(rng: random.Random, alert: dict[str, Any]) -> tuple[dict
         "groupLabels": {"alertname": title},
         "commonLabels": labels,
         "commonAnnotations": annotations,
-        "externalURL": rng.choice(
-            ["http://alertmanager:9093", "http://alertmanager.monitoring.svc:9093", "https://am.example.com"]
-        ),
+        "externalURL": rng.choice(_SENDERS["alertmanager_urls"]),
         "version": "4",
         "groupKey": f'{{}}:{{alertname="{title}"}}',
         "truncatedAlerts": 0,
@@ -158,10 +157,10 @@ def render_grafana(rng: random.Random, alert: dict[str, Any]) -> tuple[dict[str,
     offset = dt.timezone(dt.timedelta(hours=rng.choice([0, 0, 1, 2, -5, -4, 9, 5.5])))
     t, micros = _started(rng).astimezone(offset), rng.randrange(10**6)
     uid = _alnum(rng, 14)
-    base = rng.choice(["https://grafana.example.com", "https://acme.grafana.net", "http://grafana:3000"])
+    base = rng.choice(_SENDERS["grafana_urls"])
     value = round(alert["num"], 6)
     body = {
-        "receiver": rng.choice(["router", "Alert router", "webhook"]),
+        "receiver": rng.choice(_SENDERS["grafana_receivers"]),
         "status": "firing",
         "orgId": 1,
         "alerts": [
@@ -208,7 +207,7 @@ def _cm_resource(rng: random.Random, alert: dict[str, Any], project: str) -> tup
     if rtype == "cloudsql_database" and alert["engine"] not in ("postgres", "mysql"):
         rtype = "prometheus_target"  # Cloud SQL runs PostgreSQL and MySQL only
     labels: dict[str, Any] = {"project_id": project}
-    zone = rng.choice(REGIONS) + rng.choice(["-a", "-b", "-c"])
+    zone = rng.choice(REGIONS) + rng.choice(_SENDERS["zone_suffixes"])
     res = alert["resource"]
     if rtype == "gce_instance":
         labels.update(instance_id=str(rng.randrange(10**18, 10**19)), zone=zone)
@@ -325,7 +324,7 @@ def render_cloud_monitoring(
             f"/conditions/{rng.randrange(10**19)}",
             "conditionThreshold": {
                 "comparison": "COMPARISON_GT" if alert["above"] else "COMPARISON_LT",
-                "duration": rng.choice(["0s", "60s", "300s"]),
+                "duration": rng.choice(_SENDERS["condition_durations"]),
                 "thresholdValue": alert["thr"],
             },
         },

@@ -9,6 +9,7 @@ from .common import _alnum, _hex
 from .data import table
 
 _SUBJECTS = table("subjects")
+_CHOICES: dict[str, list[Any]] = _SUBJECTS["choices"]
 
 # -- the things alerts are about ----------------------------------------------------------------
 
@@ -38,7 +39,7 @@ def _host(rng: random.Random, role: str) -> tuple[str, dict[str, str]]:
     n = rng.randint(1, 40)
     if rng.random() < 0.15:
         return f"ip-10-{rng.randint(0, 9)}-{rng.randint(0, 255)}-{rng.randint(2, 254)}", {
-            rng.choice(["role", "tier", "service"]): rng.choice(ROLE_ALIAS[role])
+            rng.choice(_CHOICES["role_label_keys"]): rng.choice(ROLE_ALIAS[role])
         }
     prefix = rng.choice(HOST_PREFIX[role])
     form = rng.randrange(5)
@@ -68,10 +69,8 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
     if kind == "host":
         host, extra = _host(rng, role)
         f["host"] = host
-        f["instance"] = host + rng.choice([":9100", ":9100", "", ":9182"])
-        labels.update(
-            instance=f["instance"], job=rng.choice(["node", "node-exporter", "node_exporter", "nodes"])
-        )
+        f["instance"] = host + rng.choice(_CHOICES["node_exporter_ports"])
+        labels.update(instance=f["instance"], job=rng.choice(_CHOICES["node_jobs"]))
         labels.update(extra)
         f["subject"], f["subject_key"] = host, "host"
     elif kind == "pod":
@@ -112,7 +111,7 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
             labels["container"] = container
         if rng.random() < 0.4:
             labels[controller] = workload
-        labels["job"] = rng.choice(["kube-state-metrics", "kubelet", "kube-state-metrics"])
+        labels["job"] = rng.choice(_CHOICES["pod_jobs"])
         f["subject"], f["subject_key"] = f"{ns}/{pod}", "pod"
     elif kind == "node":
         node = rng.choice(
@@ -125,7 +124,7 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
         f["node"] = node
         labels.update(node=node, job="kube-state-metrics")
         if rng.random() < 0.5:
-            labels.update(condition="Ready", status=rng.choice(["false", "unknown"]))
+            labels.update(condition="Ready", status=rng.choice(_CHOICES["node_condition_status"]))
         f["subject"], f["subject_key"] = node, "node"
     elif kind == "db":
         engine = rng.choice(engines or tuple(ENGINES))
@@ -141,26 +140,24 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
                 namespace=rng.choice(["databases", "data", engine]),
                 pod=f"{rng.choice(e['workloads'])}-{rng.randint(0, 3)}",
             )
-        f["subject"], f["subject_key"] = host, rng.choice(["host", "db", "instance"])
+        f["subject"], f["subject_key"] = host, rng.choice(_CHOICES["db_subject_keys"])
     elif kind == "service":
         svc = _service(rng)
         f.update(service=svc, namespace=rng.choice([svc.split("-")[0], "prod", "default", "shop"]))
-        labels[rng.choice(["service", "service", "app", "job"])] = svc
+        labels[rng.choice(_CHOICES["service_label_keys"])] = svc
         if rng.random() < 0.5:
             labels["namespace"] = f["namespace"]
         f["subject"], f["subject_key"] = svc, "service"
     elif kind == "queue":
         svc = _service(rng)
-        topic = rng.choice(
-            ["orders", "payments", "shipments", "events", "emails", "invoices", "clicks", "audit-log"]
-        )
+        topic = rng.choice(_CHOICES["topics"])
         f.update(
             service=svc,
             topic=topic,
-            group=f"{svc.split('-')[0]}-{rng.choice(['consumer', 'worker', 'processor'])}",
-            queue=f"{topic}.{rng.choice(['process', 'created', 'retry', 'outbound'])}",
+            group=f"{svc.split('-')[0]}-{rng.choice(_CHOICES['consumer_groups'])}",
+            queue=f"{topic}.{rng.choice(_CHOICES['queue_events'])}",
         )
-        f["subject"], f["subject_key"] = topic, rng.choice(["queue", "topic"])
+        f["subject"], f["subject_key"] = topic, rng.choice(_CHOICES["queue_subject_keys"])
     elif kind == "edge":
         proxy, Proxy, job = rng.choice(PROXIES)
         backend = _service(rng)
@@ -168,19 +165,19 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
             proxy=proxy,
             Proxy=Proxy,
             backend=backend,
-            lb=f"{proxy}-{rng.choice(['edge', 'public', 'internal', 'ext'])}-{rng.randint(1, 4)}",
+            lb=f"{proxy}-{rng.choice(_CHOICES['lb_names'])}-{rng.randint(1, 4)}",
         )
         labels["job"] = job
-        labels[rng.choice(["backend", "upstream", "ingress", "service"])] = backend
+        labels[rng.choice(_CHOICES["backend_label_keys"])] = backend
         if proxy == "ingress-nginx" or rng.random() < 0.3:
-            labels["namespace"] = rng.choice(["ingress-nginx", "ingress", "edge"])
-        f["subject"], f["subject_key"] = f["lb"], rng.choice(["lb", "proxy", "backend"])
+            labels["namespace"] = rng.choice(_CHOICES["ingress_namespaces"])
+        f["subject"], f["subject_key"] = f["lb"], rng.choice(_CHOICES["lb_subject_keys"])
     elif kind == "dns":
-        server = rng.choice(["coredns", "kube-dns", "unbound", "bind", "resolver"])
-        f.update(server=server, dns_host=f"{rng.choice(['dns', 'ns', 'resolver'])}-{rng.randint(1, 4)}")
+        server = rng.choice(_CHOICES["dns_servers"])
+        f.update(server=server, dns_host=f"{rng.choice(_CHOICES['dns_hosts'])}-{rng.randint(1, 4)}")
         labels["job"] = server if server != "resolver" else "dns-resolver"
         if server in ("coredns", "kube-dns"):
-            labels.update(namespace="kube-system", server=rng.choice(["dns://:53", "dns://:5353"]))
+            labels.update(namespace="kube-system", server=rng.choice(_CHOICES["coredns_servers"]))
         else:
             labels["instance"] = f"{f['dns_host']}:53"
         f["subject"], f["subject_key"] = server, "server"
@@ -195,27 +192,23 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
         )
         f.update(
             domain=domain,
-            issuer=rng.choice(["Let's Encrypt", "letsencrypt-prod", "DigiCert", "internal-ca", "GTS CA 1D4"]),
+            issuer=rng.choice(_CHOICES["cert_issuers"]),
         )
         if rng.random() < 0.6:
             labels.update(
                 instance=rng.choice([f"https://{domain.lstrip('*.')}", f"{domain.lstrip('*.')}:443"]),
-                job=rng.choice(["blackbox", "ssl-exporter", "blackbox-https"]),
+                job=rng.choice(_CHOICES["cert_jobs"]),
             )
         else:
             labels.update(
-                namespace=rng.choice(["cert-manager", "ingress-nginx", "default"]),
+                namespace=rng.choice(_CHOICES["cert_namespaces"]),
                 name=domain.lstrip("*.").replace(".", "-") + "-tls",
                 issuer_name=f["issuer"],
             )
         f["subject"], f["subject_key"] = domain, "domain"
     elif kind == "link":
-        device = (
-            f"{rng.choice(['edge-rtr', 'core-sw', 'spine', 'leaf', 'fw', 'border-rtr'])}-{rng.randint(1, 12)}"
-        )
-        iface = rng.choice(
-            ["xe-0/0/1", "et-0/0/3", "Ethernet12", "ge-1/0/3", "TenGigE0/1/0/4", "eth1", "bond0"]
-        )
+        device = f"{rng.choice(_CHOICES['network_devices'])}-{rng.randint(1, 12)}"
+        iface = rng.choice(_CHOICES["device_ifaces"])
         zones = rng.sample(
             [
                 "us-east1-b",
@@ -234,17 +227,17 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
             interface=iface,
             a=zones[0],
             b=zones[1],
-            peer=f"AS{rng.choice([174, 3356, 1299, 6939, 64512, 65001])}",
-            tunnel=f"vpn-{rng.choice(['onprem', 'office', 'partner', 'dc2'])}-{rng.randint(1, 2)}",
+            peer=f"AS{rng.choice(_CHOICES['bgp_peer_asns'])}",
+            tunnel=f"vpn-{rng.choice(_CHOICES['vpn_tunnels'])}-{rng.randint(1, 2)}",
         )
-        labels.update(instance=device, job=rng.choice(["snmp", "network-devices", "blackbox-icmp", "bgp"]))
-        f["subject"], f["subject_key"] = device, rng.choice(["device", "link"])
+        labels.update(instance=device, job=rng.choice(_CHOICES["network_device_jobs"]))
+        f["subject"], f["subject_key"] = device, rng.choice(_CHOICES["link_subject_keys"])
     elif kind == "endpoint":
         svc = _service(rng)
-        path = rng.choice(["/healthz", "/health", "/", "/api/status", "/ping"])
+        path = rng.choice(_CHOICES["health_paths"])
         url = f"https://{svc.split('-')[0]}.{rng.choice(DOMAINS)}{path}"
         host = url.split("/")[2]
-        module = rng.choice(["http_2xx", "http_2xx", "https", "icmp", "tcp_connect"])
+        module = rng.choice(_CHOICES["probe_modules"])
         target = {"icmp": host, "tcp_connect": f"{host}:443"}.get(module, url)
         probe_jobs = {
             "icmp": ["blackbox-icmp", "blackbox_icmp", "ping"],
@@ -263,9 +256,9 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
         f["subject"], f["subject_key"] = target, "url" if target == url else "target"
     elif kind == "container":
         if role == "database":
-            name = rng.choice(["postgres", "mysql", "redis", "mongo", "elasticsearch", "mariadb"])
+            name = rng.choice(_CHOICES["database_containers"])
         elif role == "network":
-            name = rng.choice(["nginx", "haproxy", "traefik", "envoy", "caddy", "bind9", "coredns"])
+            name = rng.choice(_CHOICES["network_containers"])
         else:
             name = _service(rng)
         image = {
@@ -287,14 +280,14 @@ def subject(rng: random.Random, kind: str, role: str, engines: tuple[str, ...]) 
             f"{rng.choice(['docker', 'dockerhost', 'vm', rng.choice(HOST_PREFIX[role])])}-{rng.randint(1, 9)}"
         )
         container = rng.choice(
-            [name, f"{name}-1", f"{rng.choice(['shop', 'prod', 'stack'])}_{name}_1", f"{name}-prod"]
+            [name, f"{name}-1", f"{rng.choice(_CHOICES['compose_projects'])}_{name}_1", f"{name}-prod"]
         )
         f.update(container=container, host=host, instance=f"{host}:8080", image=image)
         labels.update(
             name=container,
             image=image,
             instance=f["instance"],
-            job=rng.choice(["cadvisor", "docker", "cadvisor"]),
+            job=rng.choice(_CHOICES["container_jobs"]),
         )
         if rng.random() < 0.3:
             labels["id"] = f"/docker/{_hex(rng, 12)}"

@@ -10,6 +10,7 @@ from .data import frozen, table
 from .subjects import CLUSTERS, REGIONS, _service
 
 _TECHNOLOGIES = table("technologies")
+_CHOICES: dict[str, list[Any]] = _TECHNOLOGIES["choices"]
 
 # -- technologies: what the state kinds are about -------------------------------------------------
 
@@ -71,10 +72,10 @@ def _tech_subject(rng: random.Random, key: str) -> dict[str, Any]:
         labels.update(instance=instance, job=job)
     base = prefix.split("-")[0] if prefix != svc else key
     cname = rng.choice(
-        [f"{base}-prod", f"{base}-main", f"{prefix}", f"{base}-{rng.choice(['eu', 'us', 'a'])}"]
+        [f"{base}-prod", f"{base}-main", f"{prefix}", f"{base}-{rng.choice(_CHOICES['cluster_suffixes'])}"]
     )
     if rng.random() < 0.2:
-        labels[rng.choice(["cluster", "cluster", "cluster_name"])] = cname
+        labels[rng.choice(_CHOICES["cluster_label_keys"])] = cname
     unit = t.unit
     ops = OPS.get(key, ("request",))
     op = rng.choice(ops)
@@ -104,11 +105,11 @@ def _tech_subject(rng: random.Random, key: str) -> dict[str, Any]:
         "Op": op.title(),
         "ops": _plural(op),
         "ops_m": _plural(op).replace(" ", "_"),
-        "topic": rng.choice(["orders", "payments", "events", "clicks", "audit-log", "invoices"]),
-        "queue": rng.choice(["orders.process", "emails.outbound", "invoices.created", "default", "celery"]),
+        "topic": rng.choice(_CHOICES["topics"]),
+        "queue": rng.choice(_CHOICES["queues"]),
         "group": f"{svc.split('-')[0]}-consumer",
         "app": svc.split("-")[0],
-        "dbname": rng.choice(["orders", "users", "billing", "app", "inventory", "erp"]),
+        "dbname": rng.choice(_CHOICES["dbnames"]),
         "region": rng.choice(REGIONS),
         "cluster": rng.choice(CLUSTERS),
         "labels": labels,
