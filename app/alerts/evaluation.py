@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, StrictBool, ValidationError
 
+from app.alerts.answers import RouterAnswers
 from app.alerts.formats import describe, parse
 from app.alerts.policy import Policy
-from app.alerts.records import Alert, Page, RouterAnswers, Severity, Source
+from app.alerts.records import Alert, Page, Severity, Source
 from app.core.config import ConfigError
 from app.core.errors import KitError, ServiceError
 from app.core.models import StrictModel

@@ -24,7 +24,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError
 
-from app.alerts.records import Alert, Source, Status
+from app.alerts.records import Alert, Source, Status, labels_fingerprint, summary_of
 from app.core.errors import InvalidRequest
 from app.jev.wire import parse_json
 
@@ -177,26 +177,6 @@ class GrafanaWebhook(_Group):
     # Not read (Grafana marks them for deprecation): orgId, title, state, message.
 
 
-def labels_fingerprint(labels: Mapping[str, str]) -> str:
-    """Prometheus's label-set fingerprint (`model.LabelSet.Fingerprint`), which Alertmanager sends
-    as `fingerprint`: FNV-1a 64 over the names in byte order, each name and value followed by a
-    0xff byte, as 16 hex digits."""
-    h = 0xCBF29CE484222325
-    for name in sorted(labels):  # code-point order is UTF-8 byte order
-        for part in (name.encode(), b"\xff", labels[name].encode(), b"\xff"):
-            for byte in part:
-                h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
-
-
-def _summary(title: str, annotations: Mapping[str, str]) -> str:
-    for key in ("summary", "description"):
-        text = annotations.get(key, "").strip()
-        if text:
-            return text
-    return title
-
-
 def _grouped_alert(source: Source, a: _GroupedAlert, fingerprint: str, url: str | None) -> Alert:
     title = a.labels.get("alertname", "").strip() or "(no alertname)"
     return Alert(
@@ -204,7 +184,7 @@ def _grouped_alert(source: Source, a: _GroupedAlert, fingerprint: str, url: str 
         key=f"{source}:{fingerprint}",
         status=a.status,
         title=title,
-        summary=_summary(title, a.annotations),
+        summary=summary_of(title, a.annotations),
         labels=dict(a.labels),
         annotations=dict(a.annotations),
         started_at=a.startsAt,

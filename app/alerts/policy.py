@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from app.alerts.records import Action, Alert, Page, RouterAnswers, Severity
+from app.alerts.answers import RouterAnswers
+from app.alerts.records import Action, Alert, Page, Severity
 from app.alerts.rules import Floor, Rule, at_least
 from app.alerts.sinks import SinkConfig, SinkConfigError, parse_sink_configs
 from app.core.config import ConfigError

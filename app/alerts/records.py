@@ -1,14 +1,18 @@
-"""The records the router's parts share: one normalised alert, the model's answers about it, and the
-page that goes out for it."""
+"""The records the router's parts share: one normalised alert, and the page that goes out for it
+(the model's answers about it are app/alerts/answers.py's).
+
+Standard library only: the toy's training builds the states it trains on with `Alert.state()`.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from app.core.errors import EngineBadAnswer
-from app.jev.wire import ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
+if TYPE_CHECKING:  # not at run time: this module stays standard library only
+    from app.alerts.answers import RouterAnswers
 
 Source = Literal["alertmanager", "grafana", "cloud-monitoring"]
 SOURCES: tuple[Source, ...] = ("alertmanager", "grafana", "cloud-monitoring")
@@ -46,40 +50,26 @@ class Alert:
         return out
 
 
-@dataclass(frozen=True)
-class RouterAnswers:
-    """The gateway's answers to the policy's three questions (`Policy.request`: page? team? severity?),
-    as the router reads them."""
+def labels_fingerprint(labels: Mapping[str, str]) -> str:
+    """Prometheus's label-set fingerprint (`model.LabelSet.Fingerprint`), which Alertmanager sends
+    as `fingerprint`: FNV-1a 64 over the names in byte order, each name and value followed by a
+    0xff byte, as 16 hex digits."""
+    h = 0xCBF29CE484222325
+    for name in sorted(labels):  # code-point order is UTF-8 byte order
+        for part in (name.encode(), b"\xff", labels[name].encode(), b"\xff"):
+            for byte in part:
+                h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
 
-    p_page: float  # p(yes) of "page now?"
-    team: str  # the team the model chose (its most probable)
-    p_team: float  # that team's probability
-    severity_score: float  # the expected severity level, 0-based (Jev's score: a probability-weighted mean)
-    calibrated: frozenset[str] = frozenset()  # the questions whose probabilities the gateway calibrated
-    wire: dict[str, Any] = field(default_factory=dict)  # the Jev answers as JSON: what the sinks show
 
-    @classmethod
-    def of(cls, response: SystemOneResponse) -> RouterAnswers:
-        """Read once from the typed response; EngineBadAnswer if an answer is missing or of another type."""
-        page, team, severity = (response.answers.get(name) for name in ("page", "team", "severity"))
-        if not (
-            isinstance(page, NoulAnswer)
-            and isinstance(team, ChoiceAnswer)
-            and isinstance(severity, ScoreAnswer)
-            and team.choice in team.probabilities
-        ):
-            raise EngineBadAnswer(
-                "the decision service did not answer the policy's questions (a noul `page`, a choice "
-                f"`team`, a score `severity`): {sorted(response.answers)}"
-            )
-        return cls(
-            p_page=page.noul,
-            team=team.choice,
-            p_team=team.probabilities[team.choice],
-            severity_score=severity.score,
-            calibrated=frozenset(name for name, d in response.diagnostics.items() if d.calibrated),
-            wire={name: answer.model_dump(mode="json") for name, answer in response.answers.items()},
-        )
+def summary_of(title: str, annotations: Mapping[str, str]) -> str:
+    """An Alertmanager-shaped alert's summary: its `summary` annotation, else its `description`,
+    else its title."""
+    for key in ("summary", "description"):
+        text = annotations.get(key, "").strip()
+        if text:
+            return text
+    return title
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.alerts.answers import RouterAnswers
 from app.alerts.formats import parse
 from app.alerts.policy import Policy
-from app.alerts.records import SOURCES, Alert, RouterAnswers
+from app.alerts.records import SOURCES, Alert
 from app.core.config import ConfigError
 from app.core.errors import ServiceError
 from app.jev.client import JevClient

@@ -37,12 +37,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app.alerts.answers import RouterAnswers
 from app.alerts.audit import AuditLog, AuditRecord, Event, Mode
 from app.alerts.errors import DeliveryFailed
 from app.alerts.ledger import CHOSEN, CLASSIFY, RESOLVED, UPDATED, Claim, Episode, Ledger, Pending
 from app.alerts.metrics import RouterMetrics
 from app.alerts.policy import Policy
-from app.alerts.records import Alert, Page, RouterAnswers
+from app.alerts.records import Alert, Page
 from app.alerts.sinks import Sink, SinkError
 from app.alerts.store import FailoverStore, ObjectStore, Served, deadline, served
 from app.core.errors import EngineUnavailable, ServiceError

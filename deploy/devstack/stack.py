@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -74,11 +75,19 @@ def ensure_tiny_model(out: Path, engine_python: Path) -> None:
 
 
 def script_module(name: str) -> ModuleType:
-    """A standard-library module of deploy/models/scripts/ (the toy's tasks), shared by the engine's
-    scripts (run by path) and the kit."""
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    """A standard-library module or package of deploy/models/scripts/ (the toy's tasks), shared by
+    the engine's scripts (run by path) and the kit."""
+    package = SCRIPTS / name
+    if package.is_dir():  # registered first, so that its relative imports find it
+        spec = importlib.util.spec_from_file_location(
+            name, package / "__init__.py", submodule_search_locations=[str(package)]
+        )
+    else:
+        spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    if package.is_dir():
+        sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 

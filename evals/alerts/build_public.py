@@ -30,14 +30,15 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
 
 import yaml
 
-from app.alerts.formats import from_alertmanager, labels_fingerprint
+from app.alerts.formats import from_alertmanager
+from app.alerts.records import labels_fingerprint
+from evals.alerts.gofmt import go_labels, go_value
 
 # The source this file's committed output was built from.
 SOURCE_REPO = "https://github.com/samber/awesome-prometheus-alerts"
@@ -96,37 +97,6 @@ def team_of(group: str, service: str) -> Team | None:
 # -- Go and Prometheus formatting --------------------------------------------------------------
 
 
-def go_value(v: float) -> str:
-    """A float64 as Go's `fmt` prints it for `{{ $value }}` (%v: shortest digits, %e from 1e+06)."""
-    if v == 0:
-        return "0"
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "+Inf" if v > 0 else "-Inf"
-    sign = "-" if v < 0 else ""
-    digits, exp10 = _shortest(abs(v))
-    nd, dp = len(digits), exp10
-    exp = dp - 1
-    if exp < -4 or exp >= 6:
-        mant = digits[0] + ("." + digits[1:] if nd > 1 else "")
-        return f"{sign}{mant}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if dp <= 0:
-        return f"{sign}0.{'0' * -dp}{digits}"
-    if dp >= nd:
-        return f"{sign}{digits}{'0' * (dp - nd)}"
-    return f"{sign}{digits[:dp]}.{digits[dp:]}"
-
-
-def _shortest(v: float) -> tuple[str, int]:
-    """The shortest round-trip decimal digits of v > 0 (Python's repr, as Go's) and the decimal
-    point's place: v = 0.<digits> x 10**place."""
-    d = Decimal(repr(v)).as_tuple()
-    digits = "".join(map(str, d.digits))
-    stripped = digits.lstrip("0")
-    return stripped.rstrip("0"), len(stripped) + int(d.exponent)
-
-
 def _g4(v: float) -> str:
     return f"{v:.4g}"  # Go's %.4g and Python's agree (no '#' flag, same exponent rule)
 
@@ -182,11 +152,6 @@ def humanize_duration(v: float) -> str:
             break
         prefix, v = p, v * 1000
     return f"{_g4(v)}{prefix}s"
-
-
-def go_labels(labels: Mapping[str, str]) -> str:
-    """`{{ $labels }}`: a Go map[string]string as fmt prints it, keys sorted."""
-    return "map[" + " ".join(f"{k}:{labels[k]}" for k in sorted(labels)) + "]"
 
 
 _PRINTF = re.compile(r'^(?:printf\s+"%\.(\d)f"\s+\$value|\$value\s*\|\s*printf\s+"%\.(\d)f")$')
@@ -764,7 +729,7 @@ def build(rules: Mapping[str, Any]) -> list[str]:
 
 def training(rules: Mapping[str, Any], variants: int) -> list[str]:
     """JSON lines of the `rest` rules' alerts, `variants` renderings each, as the toy trains on
-    them (deploy/models/scripts/alert_corpus.py): the state the router builds from the delivery
+    them (deploy/models/scripts/alert_corpus/): the state the router builds from the delivery
     (`Alert.state()`), the rule's severity, and the split (a tenth of the rules, by name, is dev)."""
     lines = []
     for s in rest(rules):

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.alerts.answers import RouterAnswers
 from app.alerts.evaluation import (
     GRID,
     Expected,
@@ -41,7 +42,7 @@ from app.alerts.evaluation import (
     without_severity,
 )
 from app.alerts.policy import Policy, Thresholds
-from app.alerts.records import Action, Alert, Page, RouterAnswers, Severity
+from app.alerts.records import Action, Alert, Page, Severity
 from app.gateway.main import create_app
 from deploy.cli import main
 from tests.helpers.gateway import ScriptedEngine, gateway_settings, serving

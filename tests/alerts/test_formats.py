@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.alerts.formats import Batch, from_grafana, labels_fingerprint, parse, parse_body
-from app.alerts.records import Alert, Source
+from app.alerts.formats import Batch, from_grafana, parse, parse_body
+from app.alerts.records import Alert, Source, labels_fingerprint
 from app.core.errors import InvalidBody, InvalidRequest
 
 pytestmark = pytest.mark.unit

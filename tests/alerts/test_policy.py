@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from app.alerts.answers import RouterAnswers
 from app.alerts.policy import Policy, PolicyError
-from app.alerts.records import Alert, RouterAnswers
+from app.alerts.records import Alert
 from app.alerts.settings import DEFAULT_POLICY
 from app.alerts.sinks.config import PagerDutyConfig
 

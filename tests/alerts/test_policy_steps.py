@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from app.alerts.answers import RouterAnswers
 from app.alerts.audit import AuditRecord
 from app.alerts.ledger import CHOSEN, Ledger
 from app.alerts.policy import (
@@ -27,7 +28,7 @@ from app.alerts.policy import (
     severity_floor,
     unsure_team,
 )
-from app.alerts.records import Action, Alert, Page, RouterAnswers
+from app.alerts.records import Action, Alert, Page
 from app.alerts.rules import at_least
 from app.alerts.settings import DEFAULT_POLICY
 from app.alerts.store import MemoryStore

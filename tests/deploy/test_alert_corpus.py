@@ -1,13 +1,15 @@
-"""The realistic alerts the toy trains on (deploy/models/scripts/alert_corpus.py): each sender's
+"""The realistic alerts the toy trains on (deploy/models/scripts/alert_corpus/): each sender's
 payload goes through the router's own parser and request to exactly the state text the generator
 trains on, the training questions are the default policy's, values or states decide severity, and
 the splits are deterministic and held out."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import re
+import tomllib
 from collections import Counter
 from itertools import pairwise
 from pathlib import Path
@@ -19,11 +21,14 @@ import pytest
 from app.alerts.evaluation import without_severity
 from app.alerts.formats import parse_body
 from app.alerts.policy import Policy
-from app.alerts.records import SOURCES
+from app.alerts.records import SOURCES, Alert, labels_fingerprint
 from app.alerts.settings import DEFAULT_POLICY
-from app.gateway.decisions.plan import Spec, option_order, render
+from app.gateway.decisions.orders import option_order
+from app.gateway.decisions.plan import Spec, render
 from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion
 from deploy.devstack.stack import script_module
+from deploy.models import SCRIPTS
+from evals.alerts.gofmt import go_labels, go_value
 
 pytestmark = pytest.mark.unit
 
@@ -78,8 +83,16 @@ def test_the_training_questions_are_the_ones_the_router_asks() -> None:
     assert tuple(POLICY.spec.severity.levels) == corpus.LEVELS
     # Team descriptions reach the model: the criteria the engine gets carry them.
     assert all(trained["team"].descriptions)
-    for k in range(4):  # the gateway's re-read orders, which training copies
-        assert corpus.option_order(4, k) == option_order(4, k)
+
+
+def test_the_kits_logic_is_imported_not_copied() -> None:
+    """Option orders, the label fingerprint, the summary and the state, Go's printing: the kit's
+    own standard-library modules, not copies (a copy's option_order(2, 2) never returned)."""
+    assert corpus.option_order is option_order
+    with pytest.raises(ValueError, match="fewer than 3 distinct orders of 2 options"):
+        corpus.option_order(2, 2)
+    assert (corpus.go_value, corpus.go_labels) == (go_value, go_labels)
+    assert corpus.Alert is Alert and corpus.labels_fingerprint is labels_fingerprint
 
 
 def test_values_decide_severity_and_page_is_critical() -> None:
@@ -88,7 +101,7 @@ def test_values_decide_severity_and_page_is_critical() -> None:
     for item in items:
         a = item["alert"]
         assert item["page"] == (item["severity"] == "critical")
-        if corpus.BY_KEY[a["kind"]].numeric and not a["ambiguous"]:
+        if corpus.kind(a["kind"]).numeric and not a["ambiguous"]:
             by_kind.setdefault(a["kind"], {}).setdefault(a["severity"], []).append(a["num"])
     assert len(by_kind) >= 30
     for kind, levels in by_kind.items():
@@ -148,25 +161,12 @@ def test_community_template_descriptions_reach_the_model_as_sent() -> None:
             assert alert.annotations["description"] == description
             match = re.fullmatch(r"(.+)\n  VALUE = (.+)\n  LABELS = (map\[.*\])", description, re.S)
             assert match, description
-            value = corpus.go_float(item["alert"]["num"])
+            value = go_value(item["alert"]["num"])
             assert match[2] in (value, f"[ var='B' labels={{}} value={value} ]")
             series = item["alert"]["labels"]
-            assert match[3] in (corpus.go_map(series), corpus.go_map({"alertname": alert.title, **series}))
+            assert match[3] in (go_labels(series), go_labels({"alertname": alert.title, **series}))
             assert all(alert.labels[k] == v for k, v in series.items())  # the map tells the truth
     assert seen >= 40
-
-
-def test_go_float_prints_as_go_fmt_does() -> None:
-    cases = {0: "0", 1: "1", 0.5: "0.5", 97.25: "97.25", 123456.0: "123456", 1e6: "1e+06"}
-    cases |= {
-        1234567.0: "1.234567e+06",
-        0.0001: "0.0001",
-        0.00001: "1e-05",
-        -3.0: "-3",
-        0.1 + 0.2: "0.30000000000000004",
-    }
-    assert {v: corpus.go_float(v) for v in cases} == cases
-    assert corpus.go_map({"job": "pg", "instance": "db-1:9187"}) == "map[instance:db-1:9187 job:pg]"
 
 
 def test_states_decide_severity_with_shared_words_and_balanced_answers() -> None:
@@ -243,3 +243,23 @@ def test_catalogue_reads_ask_page_and_severity_with_the_rules_answer() -> None:
         else:
             assert options[right] == severity
     assert 120 < unlabelled < 280  # about half without the label
+
+
+DRAWER_NAME = r'"(?:more|show|labels|draw|info|warning|error|critical)": "([a-z0-9_]+)"'  # as JSON
+
+
+def test_the_data_names_only_drawers_that_exist_and_every_drawer_is_named() -> None:
+    """data/*.toml refers to the named drawers of facts_*.py by name: each name resolves (building
+    every kind resolves them all) and no drawer is left that the data never names."""
+    data = SCRIPTS / "alert_corpus" / "data"
+    named = set()
+    for name in ("kinds", "states"):
+        text = json.dumps(tomllib.loads((data / f"{name}.toml").read_text()))
+        named |= set(
+            re.findall(r'"(?:more|show|labels|draw|info|warning|error|critical)": "([a-z0-9_]+)"', text)
+        )
+    drawers = set()
+    for module in ("facts_hosts", "facts_data", "facts_edge", "facts_states"):
+        drawers |= set(importlib.import_module(f"alert_corpus.{module}").DRAWERS)
+    assert drawers <= named, drawers - named
+    assert len(corpus.kinds()) == 75 and len({k.key for k in corpus.kinds()}) == 75

@@ -21,11 +21,12 @@ from typing import Any
 import pytest
 import yaml
 
-from app.alerts.formats import labels_fingerprint, parse
+from app.alerts.formats import parse
 from app.alerts.policy import Policy
-from app.alerts.records import SOURCES
+from app.alerts.records import SOURCES, labels_fingerprint
 from app.alerts.settings import DEFAULT_POLICY
 from evals.alerts import build_public
+from evals.alerts.gofmt import go_value
 
 pytestmark = pytest.mark.unit
 
@@ -309,7 +310,7 @@ def test_builder_renders_the_rules_templates() -> None:
     ],
 )
 def test_values_print_as_go_prints_a_float64(value: float, shown: str) -> None:
-    assert build_public.go_value(value) == shown
+    assert go_value(value) == shown
 
 
 def test_prometheus_template_functions() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.gateway.decisions.orders import option_order
 from app.gateway.decisions.plan import (
     ChunkResult,
     Hierarchy,
@@ -16,7 +17,6 @@ from app.gateway.decisions.plan import (
     chunks,
     combine_hierarchical,
     first_stage_reads,
-    option_order,
     render,
 )
 from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion

@@ -11,13 +11,12 @@ than the engine labels (26, A-Z) is hierarchical: see `combine_hierarchical`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.gateway.decisions.orders import option_order
 from app.jev.wire import ChoiceQuestion, Content, NoulQuestion, ScoreQuestion
 
 Kind = Literal["noul", "choice", "score"]
@@ -79,29 +78,6 @@ class Spec:
         if self.kind == "noul":
             return NOUL_ORDERS
         return math.factorial(self.n) if self.n < 8 else 10**6
-
-
-def option_order(n: int, k: int) -> tuple[int, ...]:
-    """The k-th distinct option order over n options (0: identity, 1: reversed, then shuffles)."""
-    seen: list[tuple[int, ...]] = []
-    identity = tuple(range(n))
-    candidates = [identity, identity[::-1]]
-    attempt = 0
-    while len(seen) <= k:
-        if candidates:
-            cand = candidates.pop(0)
-        else:
-            # Seeded by (n, attempt) only: the same request always gets the same orders.
-            rng = random.Random(hashlib.sha256(f"order:{n}:{attempt}".encode()).digest())
-            perm = list(identity)
-            rng.shuffle(perm)
-            cand = tuple(perm)
-            attempt += 1
-        if cand not in seen:
-            seen.append(cand)
-        if attempt > 10_000:
-            raise ValueError(f"fewer than {k + 1} distinct orders of {n} options")
-    return seen[k]
 
 
 @dataclass(frozen=True)

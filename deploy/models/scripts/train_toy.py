@@ -4,7 +4,7 @@ Usage (with the engine venv's python, which has torch and transformers):
     python deploy/models/scripts/train_toy.py OUT_DIR [--steps STEPS] [--time-limit 1740] [--threads 2]
 
 Two tasks, mixed in every stretch of the schedule:
-  * the kit's real inputs (alert_corpus.py): the states the alert router builds from Alertmanager,
+  * the kit's real inputs (alert_corpus/): the states the alert router builds from Alertmanager,
     Grafana and Cloud Monitoring payloads, asked the default policy's three questions (read from
     app/alerts/default_policy.toml at training time: the long page question, the team choice with
     the teams' descriptions as criteria, the four severity levels), and SDK-style dict and string
@@ -49,6 +49,9 @@ from typing import Any
 # 1 process in 20 read different last bits at the first step, on 2 threads); torch's threads stay.
 # One MKL thread made 60 of 60 processes agree, at no measurable cost (wall ratio 0.99 on 60 steps).
 os.environ["MKL_NUM_THREADS"] = "1"
+# The scripts beside this one, and the checkout's root: alert_corpus imports the kit's
+# standard-library modules (option orders, the alert state, Go's printing) rather than copying them.
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import alert_corpus
 import tiny_model
