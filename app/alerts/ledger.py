@@ -31,10 +31,14 @@ from dataclasses import dataclass
 
 from pydantic import TypeAdapter
 
+from app.alerts.answers import RouterAnswers
 from app.alerts.records import Alert, Page
 from app.alerts.store import ObjectStore
 
 _PAGE = TypeAdapter(Page)
+# Page names RouterAnswers for the type checker alone (records.py stays standard library only, for the
+# toy's training): pydantic is given it here. The ledger never stores it (`choose` excludes it).
+_PAGE.rebuild(_types_namespace={"RouterAnswers": RouterAnswers})
 _ALERT = TypeAdapter(Alert)
 RESOLVED, UPDATED, CHOSEN, CLASSIFY = "resolved", "updated", "chosen", "classify"
 
