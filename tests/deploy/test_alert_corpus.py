@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from app.alerts.evaluation import without_severity
 from app.alerts.formats import parse_body
 from app.alerts.policy import Policy
 from app.alerts.records import SOURCES
@@ -24,6 +23,7 @@ from app.alerts.settings import DEFAULT_POLICY
 from app.gateway.decisions.plan import Spec, option_order, render
 from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion
 from deploy.devstack.stack import script_module
+from evals.alerts.labelled import without_severity
 
 pytestmark = pytest.mark.unit
 
