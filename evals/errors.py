@@ -1,7 +1,8 @@
-"""The eval's domain errors (kept apart so that the CLI maps them without importing httpx)."""
+"""The evals' domain errors (kept apart so that the CLI maps them without importing httpx)."""
 
 from __future__ import annotations
 
+from app.core.config import ConfigError
 from app.core.errors import KitError
 
 
@@ -17,3 +18,14 @@ class EvalError(KitError, RuntimeError):
 
     exit_code = 1
     label = "eval"
+
+
+class LabelledFileError(ConfigError):
+    """`alerts eval`'s labelled file is not usable; the message names the file and the line."""
+
+
+class AlertEvalError(KitError, RuntimeError):
+    """The decision service did not answer an alert; the message names its line and what it said."""
+
+    exit_code = 1
+    label = "alerts eval"

@@ -10,14 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.errors import ServiceError
-from app.jev.client import JevClient, Retry
+from app.jev.client import JevClient
+from evals.asking import RETRY, each, progress_bar
 from evals.data import Item, Scored
 from evals.errors import EvalError
 from evals.metrics import Bin, Outcome, accuracy, baseline, brier, ece, flip_rate, reliability
 
 ORDERS = ("canonical", "reversed")
-# On 429/503 and dropped connections: the gateway sheds load, the eval waits its turn.
-RETRY = Retry(attempts=6)
 
 
 @dataclass(frozen=True)
@@ -49,20 +48,19 @@ async def ask_all(
     progress: Callable[[], None] = lambda: None,
 ) -> dict[tuple[str | None, str], list[dict[str, Any]]]:
     """Responses keyed by (policy, order), in item order; policy None is the deployment's default."""
-    gate = asyncio.Semaphore(concurrency)
 
-    async def one(item: Item, policy: str | None, order: str) -> dict[str, Any]:
-        async with gate:
-            body = item.body(model, policy, reverse=order == "reversed")
-            try:
-                answer = await client.decide(body)
-            except ServiceError as e:
-                raise EvalError(f"line {item.line} ({policy or 'default'}, {order} order): {e}") from None
-        progress()
-        return answer
+    async def one(job: tuple[Item, str | None, str]) -> dict[str, Any]:
+        item, policy, order = job
+        body = item.body(model, policy, reverse=order == "reversed")
+        try:
+            return await client.decide(body)
+        except ServiceError as e:
+            raise EvalError(f"line {item.line} ({policy or 'default'}, {order} order): {e}") from None
 
     jobs = [(p, o) for p in policies for o in orders]
-    results = await asyncio.gather(*(one(item, p, o) for p, o in jobs for item in items))
+    results = await each(
+        [(item, p, o) for p, o in jobs for item in items], one, concurrency=concurrency, progress=progress
+    )
     n = len(items)
     return {job: results[i * n : (i + 1) * n] for i, job in enumerate(jobs)}
 
@@ -176,20 +174,16 @@ def ask(
     timeout_s: float,
 ) -> Asked:
     """`ask_all` against `url` (the served model unless `model`), with a progress bar on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     async def go() -> Asked:
         async with JevClient(url, headers=headers, timeout_s=timeout_s, retry=RETRY) as client:
             served = model or await served_model(client)
-            columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-            with Progress(*columns, transient=True) as bar:
-                task = bar.add_task(label, total=len(items) * len(policies) * len(orders))
+            with progress_bar(label, len(items) * len(policies) * len(orders)) as advance:
                 loop = asyncio.get_running_loop()
                 started = loop.time()
                 responses = await ask_all(
-                    client, items, served, policies, orders=orders, concurrency=concurrency,
-                    progress=lambda: bar.advance(task),
-                )  # fmt: skip
+                    client, items, served, policies, orders=orders, concurrency=concurrency, progress=advance
+                )
                 return Asked(served, responses, round(loop.time() - started, 1))
 
     return asyncio.run(go())

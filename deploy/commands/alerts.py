@@ -133,7 +133,7 @@ def _id_tokens(settings: AlertRouterSettings, mode: str | None) -> IdTokens | No
 
 
 def _eval(settings: AlertRouterSettings, args: argparse.Namespace, tokens: IdTokens | None) -> int:
-    from app.alerts.evaluation import run as evaluate
+    from evals.alerts.run import evaluate
 
     return evaluate(
         settings, args.file, out=args.out, strip_severity=args.without_severity, target=args.suggest,
@@ -142,37 +142,11 @@ def _eval(settings: AlertRouterSettings, args: argparse.Namespace, tokens: IdTok
 
 
 def _report(args: argparse.Namespace) -> int:
-    import datetime as dt
+    from evals.alerts.run import shadow_report
 
-    from rich.console import Console
-    from rich.markdown import Markdown
-
-    from app.alerts.audit import read_records
-    from app.alerts.report import plot, render, summarize
-    from app.core.config import ConfigError
-
-    if args.missed_after <= 0:
-        raise ConfigError("--missed-after must be more than 0 minutes")
-    try:
-        records = read_records(args.file)
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{args.file}: {e}" if str(args.file) not in str(e) else str(e)) from e
-    missed_after = dt.timedelta(minutes=args.missed_after)
-    summary = summarize(records, missed_after=missed_after, team_label=args.team_label)
-    text = render(summary, missed_after=missed_after, source=str(args.file))
-    Console(soft_wrap=True).print(Markdown(text))
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "report.md").write_text(text)
-        import importlib.util
-
-        if importlib.util.find_spec("matplotlib") is None:  # the router's image has none
-            Console(stderr=True).print(
-                "no plot: matplotlib is not installed (pip install 'dgemma-kit[loadtest]')"
-            )
-        elif summary.decisions:
-            plot(summary, str(args.out / "shadow.png"))
-    return 0
+    return shadow_report(
+        args.file, missed_after_min=args.missed_after, team_label=args.team_label, out=args.out
+    )
 
 
 def _serve(settings: AlertRouterSettings, drain_s: int) -> int:

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from app.alerts.evaluation import without_severity
 from app.alerts.formats import parse_body
 from app.alerts.policy import Policy
 from app.alerts.records import SOURCES, Alert, labels_fingerprint
@@ -29,6 +28,7 @@ from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion
 from deploy.devstack.stack import script_module
 from deploy.models import SCRIPTS
 from evals.alerts.gofmt import go_labels, go_value
+from evals.alerts.labelled import without_severity
 
 pytestmark = pytest.mark.unit
 

@@ -53,6 +53,14 @@ def test_rooms_import_only_downward(room: str, forbidden: set[str]) -> None:
         )
 
 
+def test_the_services_carry_no_offline_tools() -> None:
+    """app/ is what the images serve: the router's eval and report live in evals/alerts/, their
+    plots need matplotlib, and the router's image runs `alerts serve` without either."""
+    for path in _files("app"):
+        bad = _imports(path) & {"evals", "matplotlib"}
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
 def _exits(path: Path) -> list[int]:
     """Lines that raise SystemExit or call sys.exit outside an `if __name__ == "__main__"` block."""
     tree = ast.parse(path.read_text())

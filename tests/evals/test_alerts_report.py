@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from app.alerts.audit import AuditRecord, Would, read_records
-from app.alerts.report import render, summarize
 from deploy.cli import main
+from evals.alerts.render import shadow_markdown as render
+from evals.alerts.shadow import summarize
 
 pytestmark = pytest.mark.unit
 

@@ -15,36 +15,31 @@ from typing import Any
 import pytest
 
 from app.alerts.answers import RouterAnswers
-from app.alerts.evaluation import (
+from app.alerts.policy import Policy, Thresholds
+from app.alerts.records import Action, Alert, Page, Severity
+from app.gateway.main import create_app
+from deploy.cli import main
+from evals.alerts.classify import Row, decided
+from evals.alerts.labelled import Expected, Labelled, check, read_labelled, without_severity
+from evals.alerts.score import (
     GRID,
-    Expected,
-    Labelled,
-    LabelledFileError,
     Ratio,
-    Row,
     action_counts,
     at_threshold,
-    check,
     confusion,
-    decided,
     missed_pages,
     noise,
     operating_point,
     page_recall,
     point,
-    read_labelled,
     severity_accuracy,
     split,
     suggest,
     sweep,
     team_accuracy,
     toml_lines,
-    without_severity,
 )
-from app.alerts.policy import Policy, Thresholds
-from app.alerts.records import Action, Alert, Page, Severity
-from app.gateway.main import create_app
-from deploy.cli import main
+from evals.errors import LabelledFileError
 from tests.helpers.gateway import ScriptedEngine, gateway_settings, serving
 
 # The policy of these tests (the default one is the kit's, and changes with it).
