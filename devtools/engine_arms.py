@@ -17,19 +17,21 @@ the directory at each miss).
 The report (`arms.json`, `arms.md`, `arms.png`) is rewritten after every load level, so a run cut
 short still leaves the arms it did. Compare arms within one run only: hosts differ by ~20 %.
 
+    python -m devtools.engine_arms CKPT --out DIR --arms docs/engine-arms-h200/arms.toml
     python -m devtools.engine_arms CKPT --out DIR \\
-        --arm baseline --arm async-on:engine_async_scheduling=true \\
-        --arm vllm-cap:engine_max_cudagraph_capture_size=0 --arm baseline
+        --arm baseline --arm async-on:engine_async_scheduling=true --arm baseline
 
-An arm is `NAME[:FIELD=VALUE,...]`, FIELD an `EngineSettings` field (deploy/runtime/settings.py);
-a name given again runs that arm again; `baseline` with no fields is today's settings;
+The arms are a TOML file, one `[[arm]]` table per run in run order: `name`, `fields` (a table of
+`EngineSettings` fields, deploy/runtime/settings.py, and their values) and `replicas`; `--arm
+NAME[:FIELD=VALUE,...]` is the shorthand of one table. The run writes its arms to DIR/arms.toml,
+beside its report. A name given again runs that arm again; `baseline` with no fields is today's settings;
 `engine_gpu=h200` runs that GPU's serving profile (its seqs, batched tokens and graph cap, the
 gateway admitting as many decisions as it has seqs) and holds it to that GPU's memory;
 `replicas=N` starts N copies of the kit on the one GPU (each engine given 1/N of the memory share),
 one after the other, and splits each level's clients evenly between their gateways: whether a second
 engine core uses what one leaves idle (one engine core's main thread is the limit,
 docs/throughput-h200). After the levels, the gateway's share of a decision at 1 client
-(`loadtest.overhead`). Without `--arm`: today's settings against vLLM's own defaults, and today's
+(`loadtest.overhead`). Without `--arms` or `--arm`: today's settings against vLLM's own defaults, and today's
 again (docs/engine-arms-h200/).
 Needs vLLM's CUDA build (`vllm` on PATH), a GPU, Locust and matplotlib.
 """
@@ -48,11 +50,13 @@ import signal
 import statistics
 import sys
 import time
+import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from app.core.config import ConfigError, env_names
 from deploy.errors import GpuCheckError
@@ -74,6 +78,9 @@ DEFAULT_ARMS = (
     "baseline",
 )
 MAX_REPLICAS = 4
+# What a run writes above its arms (DIR/arms.toml).
+ARMS_HEADER = "# The arms of this run, in run order (python -m devtools.engine_arms CKPT --arms FILE).\n\n"
+ARM_KEYS = frozenset({"name", "fields", "replicas"})  # an [[arm]] table's keys
 SETTLE_S = 3.0  # the queue's first seconds of a level are the ramp, not the steady state
 
 
@@ -105,43 +112,120 @@ class Arm:
 
 
 def parse_arms(specs: list[str]) -> list[Arm]:
-    """The run's arms in order from `NAME[:FIELD=VALUE,...]`; each value checked as `EngineSettings`
-    would read it. A name seen before, alone or with the same fields, runs that arm again."""
-    known: dict[str, Arm] = {}
-    plan: list[Arm] = []
+    """The run's arms in order from `NAME[:FIELD=VALUE,...]` (the `--arm` shorthand); each value
+    checked as `EngineSettings` would read it. A name seen before, alone or with the same fields,
+    runs that arm again."""
+    entries: list[tuple[str, list[tuple[str, str]]]] = []
     for spec in specs:
         name, _, rest = spec.partition(":")
-        name = name.strip()
-        if not name or not all(c.isalnum() or c in "-_." for c in name):
-            raise ConfigError(f"arm {spec!r}: a name of letters, digits, '-', '_' or '.' comes first")
-        settings: dict[str, str] = {}
-        replicas = 1
+        items = []
         for item in filter(None, (part.strip() for part in rest.split(","))):
             key, eq, value = item.partition("=")
-            key = key.strip()
             if not eq:
-                raise ConfigError(f"arm {name}: {item!r} is not FIELD=VALUE")
+                raise ConfigError(f"arm {name.strip()}: {item!r} is not FIELD=VALUE")
+            items.append((key.strip(), value.strip()))
+        entries.append((name.strip(), items))
+    return _plan(entries)
+
+
+def load_arms(path: Path) -> list[Arm]:
+    """The run's arms in order from a TOML file: one `[[arm]]` table per run, with `name`, `fields`
+    (`EngineSettings` fields and their values) and `replicas`; a name seen before, alone or with the
+    same fields, runs that arm again (as `parse_arms`). Every refusal is one line."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"arms file {path}: {e.strerror or e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"arms file {path}: not TOML: {e}") from e
+    if set(data) - {"arm"}:
+        keys = ", ".join(repr(k) for k in sorted(set(data) - {"arm"}))
+        raise ConfigError(f"arms file {path}: unknown key {keys}; each arm is an [[arm]] table")
+    tables = data.get("arm", [])
+    if not isinstance(tables, list):
+        raise ConfigError(f"arms file {path}: 'arm' must be an array of tables ([[arm]])")
+    entries: list[tuple[str, list[tuple[str, str]]]] = []
+    for i, table in enumerate(tables, start=1):
+        where = f"arms file {path}, arm {i}"
+        extra = sorted(set(table) - ARM_KEYS)
+        if extra:
+            raise ConfigError(f"{where}: unknown key {extra[0]!r}; an arm has {', '.join(sorted(ARM_KEYS))}")
+        name = table.get("name")
+        if not isinstance(name, str):
+            raise ConfigError(f"{where}: a name (a string) is needed")
+        fields = table.get("fields", {})
+        if not isinstance(fields, dict):
+            raise ConfigError(f"{where} ({name}): fields must be a table of FIELD = VALUE")
+        items = [(str(k), _toml_value(f"{where} ({name})", k, v)) for k, v in fields.items()]
+        if "replicas" in table:
+            replicas = table["replicas"]
+            if isinstance(replicas, bool) or not isinstance(replicas, int):
+                raise ConfigError(f"{where} ({name}): replicas {replicas!r}; 1 to {MAX_REPLICAS}")
+            items.append(("replicas", str(replicas)))
+        entries.append((name, items))
+    return _plan(entries, f"arms file {path}: ")
+
+
+def _toml_value(where: str, key: str, value: object) -> str:
+    """A field's value as the supervisor's environment carries it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise ConfigError(f"{where}: {key} = {value!r}; a string, a number or a boolean")
+
+
+def _plan(entries: list[tuple[str, list[tuple[str, str]]]], prefix: str = "") -> list[Arm]:
+    """Arms from (name, [(FIELD, VALUE), ...]) in run order, each checked."""
+    known: dict[str, Arm] = {}
+    plan: list[Arm] = []
+    for name, items in entries:
+        if not name or not all(c.isalnum() or c in "-_." for c in name):
+            raise ConfigError(f"{prefix}arm {name!r}: a name of letters, digits, '-', '_' or '.' comes first")
+        settings: dict[str, str] = {}
+        replicas = 1
+        for key, value in items:
             if key == "replicas":
-                if not value.strip().isdigit() or not 1 <= int(value) <= MAX_REPLICAS:
-                    raise ConfigError(f"arm {name}: replicas {value.strip()!r}; 1 to {MAX_REPLICAS}")
+                if not value.isdigit() or not 1 <= int(value) <= MAX_REPLICAS:
+                    raise ConfigError(f"{prefix}arm {name}: replicas {value!r}; 1 to {MAX_REPLICAS}")
                 replicas = int(value)
                 continue
             if key not in EngineSettings.model_fields:
-                raise ConfigError(f"arm {name}: {key!r} is not an EngineSettings field")
-            if key == "engine_gpu" and value.strip() not in GPUS:
-                raise ConfigError(f"arm {name}: engine_gpu {value.strip()!r}; known: {', '.join(GPUS)}")
-            settings[key] = value.strip()
+                raise ConfigError(f"{prefix}arm {name}: {key!r} is not an EngineSettings field")
+            if key == "engine_gpu" and value not in GPUS:
+                raise ConfigError(f"{prefix}arm {name}: engine_gpu {value!r}; known: {', '.join(GPUS)}")
+            settings[key] = value
         arm = Arm(name, settings, replicas)
         try:
             arm.engine("l4")  # the values checked as the supervisor would read them
+        except ValidationError as e:
+            why = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+            raise ConfigError(f"{prefix}arm {name}: {why}") from e
         except ValueError as e:
-            raise ConfigError(f"arm {name}: {e}") from e
-        if name in known and (rest and known[name] != arm):
-            raise ConfigError(f"arm {name} is given twice with different settings")
+            raise ConfigError(f"{prefix}arm {name}: {' '.join(str(e).split())}") from e
+        if name in known and (items and known[name] != arm):
+            raise ConfigError(f"{prefix}arm {name} is given twice with different settings")
         plan.append(known.setdefault(name, arm))
     if not plan:
-        raise ConfigError("no arms to run")
+        raise ConfigError(f"{prefix}no arms to run")
     return plan
+
+
+def arms_toml(arms: list[Arm]) -> str:
+    """The arms as `load_arms` reads them: an arm's fields at its first run, its name alone after."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for arm in arms:
+        lines += ["[[arm]]", f"name = {json.dumps(arm.name)}"]
+        if arm.name not in seen:
+            if arm.settings:
+                pairs = ", ".join(f"{k} = {json.dumps(v)}" for k, v in arm.settings.items())
+                lines.append(f"fields = {{ {pairs} }}")
+            if arm.replicas != 1:
+                lines.append(f"replicas = {arm.replicas}")
+        seen.add(arm.name)
+        lines.append("")
+    return "\n".join(lines)
 
 
 @dataclass
@@ -462,6 +546,7 @@ def run(opts: Options, command: str) -> Report:
         raise ConfigError("nvidia-smi reports no GPU")
     began = time.monotonic()
     opts.out.mkdir(parents=True, exist_ok=True)
+    (opts.out / "arms.toml").write_text(ARMS_HEADER + arms_toml(opts.arms))  # beside its report
     if opts.cache_dir.exists() and not opts.reuse_cache:
         shutil.rmtree(opts.cache_dir)  # the first start is cold; later ones find what it compiled
     opts.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -800,7 +885,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("model", type=Path, help="a checkpoint with a manifest (`dgemma model random DIR`)")
     parser.add_argument("--out", type=Path, default=Path("reports/engine-arms"), help="report directory")
-    parser.add_argument(
+    arms = parser.add_mutually_exclusive_group()
+    arms.add_argument(
+        "--arms", type=Path, metavar="FILE",
+        help="the arms in run order, a TOML file of [[arm]] tables (name, fields, replicas)",
+    )  # fmt: skip
+    arms.add_argument(
         "--arm", action="append", metavar="NAME[:FIELD=VALUE,...]",
         help="an arm, in run order; repeat the flag (default: " + " ".join(DEFAULT_ARMS) + ")",
     )  # fmt: skip
@@ -832,7 +922,7 @@ def options(args: argparse.Namespace) -> Options:
     return Options(
         model=args.model,
         out=args.out,
-        arms=parse_arms(args.arm or list(DEFAULT_ARMS)),
+        arms=load_arms(args.arms) if args.arms else parse_arms(args.arm or list(DEFAULT_ARMS)),
         clients=args.clients,
         seconds=args.seconds,
         latency_seconds=args.latency_seconds,

@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
 # Where a restored GPU start's seconds go (issue 34; docs/cold-start-h200/README.md has the run): the
 # starts of devtools/coldstart.py on an offline GPU host, one device call per step, from the
-# checkout's root, as devtools/gpu_host/arms.sh stages its run:
-#   stage DIR PART  copy one carried piece .gpu/DIR/part.PART to $HOST_DIR/stage/DIR: b/ the vLLM
-#                   bundle (../shared/tools/gpu-bundle.sh .gpu/b 44), k/ the kit's wheels tarred
-#                   (../shared/tools/kit-wheels.sh .gpu/kit; tar cf - -C .gpu kit | split -b 44M -
-#                   .gpu/k/part.); size the pieces as the 64 MiB a call carries less the tree's
-#                   disk use, with a margin
+# checkout's root, as devtools/gpu_host/run.sh stages its run:
+#   stage DIR PART  copy one carried piece $PIECES/DIR/part.PART to $STAGE/DIR: b/ the vLLM bundle
+#                   (../shared/tools/gpu-bundle.sh $PIECES/b SIZE_MIB), k/ the kit's wheels tarred
+#                   (../shared/tools/kit-wheels.sh $PIECES/kit; tar cf - -C $PIECES kit | split -b
+#                   SIZE - $PIECES/k/part.); a call carries only so much beside the tree (the
+#                   device's limit): size the pieces as that limit less the tree's disk use, with a
+#                   margin
 #   setup           any pieces this call carries too, then the bundle and the kit's wheels unpacked,
-#                   py-spy from the carried .whl/extra, devtools/gpu_host/setup.sh, the random
+#                   py-spy from the carried $EXTRA_WHEELS, devtools/gpu_host/setup.sh, the random
 #                   checkpoint; then the starts begin detached (setsid) and it polls
 #   poll            wait for the starts (to the call's deadline), bringing back what there is every
 #                   minute: coldstart.log, starts.json, host.tgz (setup, checkpoint, the start under
 #                   way) and one NN-NAME.tgz per finished start
-# HOST_DIR (required): the host's work directory. CS_STARTS: the --start options of
-# devtools/coldstart.py (default: below). POLL_S: how long a call waits (540).
+# Settings (environment), with their defaults: HOST_DIR (required): the host's work directory.
+# CS_STARTS: the --start options of devtools/coldstart.py (below). POLL_S=540: how long a call waits.
+# PIECES=.gpu: the carried pieces' folder in the checkout (left out of the kit's copy, as is .whl).
+# STAGE=$HOST_DIR/stage: where they gather until setup. EXTRA_WHEELS=.whl/extra: py-spy's wheel.
 set -uo pipefail
 step=${1:?step}
 w=${HOST_DIR:?HOST_DIR: the host work directory}
 deadline=$((SECONDS + ${POLL_S:-540}))
+pieces=${PIECES:-.gpu}
+stage=${STAGE:-$w/stage}
+extra_wheels=${EXTRA_WHEELS:-.whl/extra}
 export PATH=$w/gpu/bin:$w/tools/bin:$PATH
 starts=${CS_STARTS:---start cold:debug,pyspy=10 --start restored-pyspy:debug,pyspy=50 \
 --start restored-importtime:importtime,debug --start restored-plain \
@@ -54,25 +60,25 @@ poll() {
 }
 stage_here() {  # the pieces this call carries
   local f d
-  for f in .gpu/*/part.*; do
+  for f in "$pieces"/*/part.*; do
     [ -f "$f" ] || continue
     d=$(basename "$(dirname "$f")")
-    mkdir -p "$w/stage/$d" && cp "$f" "$w/stage/$d/"
+    mkdir -p "$stage/$d" && cp "$f" "$stage/$d/"
   done
 }
 case $step in
 stage)
-  mkdir -p "$w/stage/${2:?DIR}" && cp ".gpu/$2/part.${3:?PART}" "$w/stage/$2/" && ls "$w/stage/$2" | wc -l ;;
+  mkdir -p "$stage/${2:?DIR}" && cp "$pieces/$2/part.${3:?PART}" "$stage/$2/" && ls "$stage/$2" | wc -l ;;
 setup)
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   stage_here
-  ls "$w/stage/b" | wc -l; ls "$w/stage/k" | wc -l
+  ls "$stage/b" | wc -l; ls "$stage/k" | wc -l
   mkdir -p "$w/kit" "$w/bundle" "$w/wheels" "$w/tools"
-  tar --exclude=./.gpu --exclude=./.whl -cf - . | tar -xf - -C "$w/kit"
-  cat "$w"/stage/b/part.* | tar x -C "$w/bundle" || exit 1
-  cat "$w"/stage/k/part.* | tar x -C "$w/wheels" || exit 1
-  rm -rf "$w/stage"
-  python3 -m pip install -q --no-index --no-deps --target "$w/tools" .whl/extra/py_spy-*.whl || exit 1
+  tar --exclude="./${pieces#./}" --exclude=./.whl -cf - . | tar -xf - -C "$w/kit"
+  cat "$stage"/b/part.* | tar x -C "$w/bundle" || exit 1
+  cat "$stage"/k/part.* | tar x -C "$w/wheels" || exit 1
+  rm -rf "$stage"
+  python3 -m pip install -q --no-index --no-deps --target "$w/tools" "$extra_wheels"/py_spy-*.whl || exit 1
   py-spy --version || exit 1
   t=$SECONDS
   bash "$w/kit/devtools/gpu_host/setup.sh" "$w/bundle" "$w/wheels/kit" "$w/gpu" > "$w/setup.log" 2>&1 \

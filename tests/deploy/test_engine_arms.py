@@ -24,8 +24,10 @@ from devtools.engine_arms import (
     Level,
     Report,
     arm_means,
+    arms_toml,
     build_parser,
     drift,
+    load_arms,
     markdown,
     options,
     parse_arms,
@@ -39,6 +41,7 @@ from tests.helpers.deploy import fake_nvidia_smi
 pytestmark = pytest.mark.unit
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_the_default_plan_is_todays_settings_against_vllms_defaults_twice() -> None:
@@ -93,6 +96,67 @@ def test_the_command_line() -> None:
     assert default.overhead_rounds == 20 and not default.reuse_cache
     again = options(build_parser().parse_args(["/ckpt", "--reuse-cache", "--overhead-rounds", "0"]))
     assert again.reuse_cache and again.overhead_rounds == 0
+
+
+def test_arms_from_a_toml_file_are_the_shorthands_arms(tmp_path: Path) -> None:
+    path = tmp_path / "arms.toml"
+    path.write_text(
+        '[[arm]]\nname = "baseline"\n\n'
+        '[[arm]]\nname = "both"\n'
+        "fields = { engine_async_scheduling = false, engine_max_cudagraph_capture_size = 1024 }\n\n"
+        '[[arm]]\nname = "two"\nfields = { engine_gpu = "h200" }\nreplicas = 2\n\n'
+        '[[arm]]\nname = "baseline"\n'
+    )
+    arms = load_arms(path)
+    assert arms == parse_arms(
+        ["baseline", "both:engine_async_scheduling=false,engine_max_cudagraph_capture_size=1024",
+         "two:engine_gpu=h200,replicas=2", "baseline"]
+    )  # fmt: skip
+    again = tmp_path / "again.toml"
+    again.write_text(arms_toml(arms))  # what a run writes beside its report reads back as its arms
+    assert load_arms(again) == arms
+    opts = options(build_parser().parse_args(["/ckpt", "--arms", str(path)]))
+    assert [a.name for a in opts.arms] == ["baseline", "both", "two", "baseline"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["/ckpt", "--arms", str(path), "--arm", "baseline"])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[arm]\nname = "x"\n', "not TOML: "),
+        ('[[arm]]\nname = "x"\nfields = { engine_no_such = 1 }\n', "arm x: 'engine_no_such' is not an"),
+        ('[[arm]]\nname = "x"\nfield = { engine_max_num_seqs = 8 }\n', "arm 1: unknown key 'field'"),
+        ("[[arm]]\nfields = { engine_max_num_seqs = 8 }\n", "arm 1: a name"),
+        ('[[arm]]\nname = "x"\nfields = { engine_async_scheduling = "perhaps" }\n', "valid boolean"),
+        ('[[arm]]\nname = "x"\nfields = { engine_max_num_seqs = [8] }\n', "a string, a number or a boolean"),
+        ('[[arm]]\nname = "x"\nreplicas = 9\n', "replicas '9'; 1 to 4"),
+        ('[[arm]]\nname = "x"\nreplicas = "2"\n', "replicas '2'; 1 to 4"),
+        ('name = "x"\n', "unknown key 'name'; each arm is an [[arm]] table"),
+        ("", "no arms"),
+    ],
+)
+def test_an_arms_file_that_is_refused_says_why_in_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "arms.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as refused:
+        load_arms(path)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+    assert str(refused.value).startswith(f"arms file {path}")
+    with pytest.raises(ConfigError, match="No such file"):
+        load_arms(tmp_path / "none.toml")
+
+
+@pytest.mark.parametrize(
+    "report", ["engine-arms-h200", "engine-sizing-h200", *(f"engine-sizing-h200/run-{n}" for n in (2, 3, 4))]
+)
+def test_each_committed_report_holds_the_arms_that_made_it(report: str) -> None:
+    """The arms.toml beside a committed report is the run's plan: its arms, their fields and replicas."""
+    recorded = json.loads((DOCS / report / "arms.json").read_text())
+    arms = load_arms(DOCS / report / "arms.toml")
+    assert [a.name for a in arms] == recorded["plan"]
+    for arm, run in zip(arms, recorded["runs"], strict=False):
+        assert (arm.settings, arm.replicas) == (run["settings"], run.get("replicas") or 1)
 
 
 def test_an_arm_may_run_another_gpus_profile() -> None:
