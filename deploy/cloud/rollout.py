@@ -446,6 +446,10 @@ def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int
     # Both services as they run (a service left out would be destroyed while still protected).
     router_image = router.image if router and image and "@sha256:" in router.image else ""
     variables = tfvars(cfg, "baked", image=image, router_image=router_image)
+    history = History.read(gcloud)
+    if live and history and history.applied:
+        # What was last applied, so lifting the protection changes nothing else (no new revision).
+        variables = dict(history.applied)
     tf.apply({**variables, "deletion_protection": False}, "lift the services' deletion protection")
     if delete_weights:
         gcloud.remove_weights()

@@ -292,9 +292,11 @@ def test_destroy_lifts_both_services_protection(cloud: Cloud) -> None:
     assert refused.returncode == 2 and "confirm with --yes" in refused.stderr
     assert len(cloud.state["calls"]) == calls  # nothing asked of the cloud
     assert cloud.dgemma("destroy", "--yes").returncode == 0
-    lifted = cloud.state["applied"][-1]
+    last, lifted = cloud.state["applied"][-2:]
     assert lifted["deletion_protection"] is False
     assert lifted["router_image"] == router_image and "@sha256:" in lifted["image"]
+    # The last deploy's variables, so lifting the protection makes no revision of default settings.
+    assert lifted == {**last, "deletion_protection": False}
 
 
 def test_sink_secrets_need_a_value_and_the_policy_reads_only_mounted_ones(
