@@ -1,7 +1,16 @@
 """Train the toy DiffusionGemma on alert triage, exactly as vLLM reads it.
 
 Usage (with the engine venv's python, which has torch and transformers):
-    python deploy/models/scripts/train_toy.py OUT_DIR [--steps STEPS] [--time-limit 1740] [--threads 2]
+    python deploy/models/scripts/train_toy.py [train] OUT_DIR [--steps STEPS] [--time-limit 1740]
+        [--threads 2] [--mix MIX.toml] [--device cpu|cuda]
+    python deploy/models/scripts/train_toy.py rank [MODEL_DIR] [--threads 2]
+
+`--mix` draws the realistic corpus with a sweep's weights: a TOML shaped as (a part of)
+alert_corpus/data/weights.toml, whose entries replace the file's (e.g. `catalogue_share = 0.3`,
+`[question_weights] team = 0.6`; alert_corpus.configure). `--device cuda` trains in float32 on the GPU
+with deterministic algorithms off: one more draw of the training, not the CPU's weights.
+devtools/toy_sweep.py runs sweeps of these. `rank` scores a checkpoint's p(page) on the catalogue's
+dev rules without their severity label, as the dev report does (AUC, recall and false pages at 0.4).
 
 Two tasks, mixed in every stretch of the schedule:
   * the kit's real inputs (alert_corpus/): the states the alert router builds from Alertmanager,
@@ -41,6 +50,7 @@ import random
 import string
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +70,7 @@ import toy_task
 THOUGHT = "<|channel>thought\n<channel|>"
 CANVAS = 16
 NAME = "dgemma-toy-alerts"
+TOY_DIR = Path(__file__).resolve().parents[1] / NAME  # the shipped toy
 # A full run's defaults, measured on 2 cores (--threads 2): reads average ~189 tokens (the router's
 # states with the policy's questions ~261, the catalogue's ~272, SDK-style ~126, the toy task's ~69;
 # ~4 % padding), ~0.95 s a step of 32 reads, so 1,550 steps train in ~25 min (1,479 s; the dev
@@ -278,7 +289,7 @@ def batches(stream: Iterator[Read], renderer: Renderer, size: int, pool: int, se
         yield from cut
 
 
-def _probs(model, renderer: Renderer, reads: list[tuple], batch: int = 32) -> list[list[float]]:
+def probs(model, renderer: Renderer, reads: list[tuple], batch: int = 32) -> list[list[float]]:
     """Each read's probabilities over its options, in the reads' order (state, kind, instructions,
     options, descriptions, ...)."""
     import torch
@@ -294,14 +305,15 @@ def _probs(model, renderer: Renderer, reads: list[tuple], batch: int = 32) -> li
     return out
 
 
-def _accuracy(probs: list[list[float]], reads: list[tuple]) -> float:
+def accuracy(probs: list[list[float]], reads: list[tuple]) -> float:
+    """The share of reads whose most probable option is the right one (each read's index 5)."""
     right = sum(int(max(range(len(p)), key=p.__getitem__) == r[5]) for p, r in zip(probs, reads, strict=True))
     return round(right / len(reads), 4)
 
 
 def _score(model, renderer: Renderer, reads: list[tuple], batch: int = 32) -> float:
     """Accuracy of (state, kind, instructions, options, descriptions, right index) reads."""
-    return _accuracy(_probs(model, renderer, reads, batch), reads)
+    return accuracy(probs(model, renderer, reads, batch), reads)
 
 
 def page_ranking(p_page: list[float], pages: list[bool], threshold: float = 0.4) -> dict[str, float]:
@@ -357,10 +369,19 @@ def dev_accuracy(model, renderer: Renderer, n: int, policy: dict[str, Any]) -> d
                     for state, answers in examples
                 ]
                 result[task].setdefault(name, {})[order] = _score(model, renderer, reads)
-    # The catalogue's dev rules (never trained on), without their severity label: the level is
-    # read from the rule's own words, as in the eval's --without-severity run.
+    result["catalogue"] = catalogue_dev(model, renderer, policy)
+    return result
+
+
+def catalogue_dev(
+    model, renderer: Renderer, policy: dict[str, Any], names: tuple[str, ...] = ("page", "severity")
+) -> dict[str, Any]:
+    """The catalogue's dev rules (never trained on) without their severity label, the level read
+    from the rule's own words as in the eval's --without-severity run: each question's accuracy, and
+    for page how p(page) ranks the rules that should page (`page_ranking`)."""
+    result: dict[str, Any] = {}
     rows = alert_corpus.catalogue("dev")
-    for name in ("page", "severity"):
+    for name in names:
         q = policy[name]
         order = tuple(range(len(q.options)))
         reads = [
@@ -370,12 +391,12 @@ def dev_accuracy(model, renderer: Renderer, n: int, policy: dict[str, Any]) -> d
             )[:6]
             for row in rows
         ]  # fmt: skip
-        probs = _probs(model, renderer, reads)
-        result.setdefault("catalogue", {})[name] = {"unlabelled": _accuracy(probs, reads)}
+        found = probs(model, renderer, reads)
+        result[name] = {"unlabelled": accuracy(found, reads)}
         if name == "page":  # the eval's --without-severity figures: recall, and at what noise
             yes = alert_corpus.answer_index(q, "page", {"page": True})
             pages = [alert_corpus.needs_page(row["severity"]) for row in rows]
-            result["catalogue"]["page"]["ranking"] = page_ranking([p[yes] for p in probs], pages)
+            result["page"]["ranking"] = page_ranking([p[yes] for p in found], pages)
     return result
 
 
@@ -384,8 +405,8 @@ def save(model, out: Path) -> str:
     import torch
     from safetensors.torch import save_file
 
-    tensors = {
-        name: t.detach().to(torch.bfloat16).clone().contiguous()
+    tensors = {  # on the CPU, whatever the training's device
+        name: t.detach().to(torch.bfloat16).clone().contiguous().cpu()
         for name, t in model.state_dict().items()
         if "vision" not in name and not name.startswith("model.encoder.") and name != "lm_head.weight"
     }
@@ -404,8 +425,11 @@ def write_manifest(out: Path) -> None:
     (out / "manifest.json").write_text(json.dumps({"created": "", "files": entries}, indent=2) + "\n")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def build_parser() -> argparse.ArgumentParser:
+    """`train` (the default: `train_toy.py OUT_DIR ...` trains) and `rank`."""
+    top = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    actions = top.add_subparsers(dest="action", required=True)
+    parser = actions.add_parser("train", help="train the toy into OUT_DIR (the default subcommand)")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--steps", type=int, default=STEPS, help="the cosine schedule's length")
     parser.add_argument(
@@ -445,14 +469,73 @@ def main() -> None:
         "--dev", type=int, default=300, help="dev alerts scored at the end, per task (0: none)"
     )
     parser.add_argument("--log-every", type=int, default=50)
-    args = parser.parse_args()
+    parser.add_argument(
+        "--mix", type=Path,
+        help="a TOML of alert_corpus/data/weights.toml's entries to draw with instead of the file's",
+    )  # fmt: skip
+    parser.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu",
+        help="cuda: float32 on the GPU, deterministic algorithms off (a run is one draw, not reproducible)",
+    )  # fmt: skip
+    rank = actions.add_parser(
+        "rank", help="p(page) of a checkpoint on the catalogue's dev rules without severity (JSON on stdout)"
+    )
+    rank.add_argument("model_dir", type=Path, nargs="?", default=TOY_DIR, help="default: the shipped toy")
+    rank.add_argument("--threads", type=int, default=2)
+    rank.add_argument("--vocab", type=int, default=VOCAB, help="the checkpoint's vocabulary (canvas noise)")
+    rank.add_argument("--policy", type=Path, default=alert_corpus.POLICY)
+    return top
 
+
+def configure_mix(path: Path | None) -> dict[str, Any]:
+    """Draw the corpus with the mix in `path` (none: the data as it is); the mix, for the log."""
+    if path is None:
+        return {}
+    try:
+        mix = tomllib.loads(path.read_text())
+        alert_corpus.configure(mix)
+    except (OSError, tomllib.TOMLDecodeError, ValueError) as e:
+        raise SystemExit(f"--mix {path}: {e}") from e
+    return mix
+
+
+def rank(args: argparse.Namespace) -> dict[str, float]:
+    """The page figures of `catalogue_dev` for a saved checkpoint (its bf16 weights, on the CPU):
+    accuracy, AUC, and recall and false pages at 0.4."""
+    import torch
+    from transformers import AutoTokenizer
+
+    torch.set_num_threads(args.threads)
+    model = load_model(args.model_dir)
+    model.eval()
+    renderer = Renderer(AutoTokenizer.from_pretrained(str(args.model_dir)), args.vocab)
+    page = catalogue_dev(model, renderer, alert_corpus.policy_questions(args.policy), ("page",))["page"]
+    return {"accuracy": page["unlabelled"], **page["ranking"]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] not in ("train", "rank", "-h", "--help"):
+        argv = ["train", *argv]  # `train_toy.py OUT_DIR ...`: training, as it always was
+    args = build_parser().parse_args(argv)
+    if args.action == "rank":
+        print(json.dumps(rank(args)))
+    else:
+        train(args)
+
+
+def train(args: argparse.Namespace) -> None:
+    """Train, score the dev splits, and write the checkpoint into args.out_dir."""
+    mix = configure_mix(args.mix)  # before torch's import: a bad mix fails in a moment
     import torch
     from transformers import AutoTokenizer
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    torch.use_deterministic_algorithms(True)
+    if args.device == "cpu":
+        torch.use_deterministic_algorithms(True)
+    else:  # every tensor made on the GPU; some CUDA kernels have no deterministic version
+        torch.set_default_device(args.device)
     out: Path = args.out_dir
     policy = alert_corpus.policy_questions(args.policy)
     build_init(out, args, policy)
@@ -476,7 +559,9 @@ def main() -> None:
     fade = max(1.0, args.curriculum * args.steps)
     stream = mixed_stream(args.seed, policy, args.toy_share, lambda: step / fade)
     feed = batches(stream, renderer, args.batch, args.pool, args.seed)
-    log: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "steps": []}
+    log: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items() if k != "action"}, "steps": []}
+    if mix:
+        log["mix"] = mix
     log["parameters"] = sum(p.numel() for p in model.model.decoder.parameters())
     started = time.monotonic()
     totals: dict[str, list[float]] = {}

@@ -8,8 +8,9 @@ deploy/devstack/stack.py loads toy_task.py. Data in data/*.toml (terms, subjects
 phrasings, senders' words, weights, the kinds, the state kinds and their states), read by `data`;
 modules: `common` (terms, helpers, names), `subjects`, `tech`, `kinds` (a kind, its facts'
 drawers), `states` (a state kind's facts and drawers), `catalog` (the kinds built from the data,
-drawers resolved by name, draw weights), `facts_*` (the named drawers the data refers to),
-`alerts` (one alert), `render` (senders' payloads), `streams`.
+drawers resolved by name, draw weights, and `configure`: draw with a sweep's mix of weights),
+`facts_*` (the named drawers the data refers to), `alerts` (one alert), `render` (senders'
+payloads), `streams`.
 
 An alert is drawn from one of 75 kinds: 56 mostly about magnitudes (hosts, Kubernetes, databases,
 caches, queues, DNS, TLS, load balancers, network, application SLOs), each with its own names
@@ -30,7 +31,7 @@ among them), so that training needs none of the kit's third-party dependencies; 
 people write them: plain sentences, short summaries ("Postgresql down (instance pg-1:9187)"), and
 the widely copied community template ("<sentence>\n  VALUE = {{ $value }}\n  LABELS = {{ $labels }}",
 in Go's float and map printing).
-Also plain dict and string states like the README's SDK example. And a CATALOGUE_SHARE of reads
+Also plain dict and string states like the README's SDK example. And a share of reads (`catalogue_share`)
 are the public rule catalogue's own alerts (data/catalogue.jsonl.gz, CC BY 4.0, data/NOTICE.md):
 its rules outside the eval set's categories, rendered as the eval renders its rules, asked page and
 severity, half of them without their severity label.
@@ -55,9 +56,10 @@ The right answers, in the default policy's terms (app/alerts/default_policy.toml
   page     : `needs_page(severity)`: true iff critical, i.e. user-facing impact, data loss, or a
              failure that will spread before working hours: a human is needed now.
 
-A share of alerts (AMBIGUOUS, of the magnitude kinds) sits at the boundary between two adjacent
-levels of its scale, with no severity label, and its level is drawn between the two: as in
-toy_task.py, no model can always be right on those, and 0.5 is the right probability for them.
+A share of alerts (`ambiguous` in data/weights.toml, of the magnitude kinds) sits at the boundary
+between two adjacent levels of its scale, with no severity label, and its level is drawn between
+the two: as in toy_task.py, no model can always be right on those, and 0.5 is the right
+probability for them.
 
 Everything is drawn from a seeded random.Random: a seed gives the same alerts on any machine.
 Splits use different seeds (train 0, dev 1, test 2); the kinds and phrasings are shared, so
@@ -71,9 +73,8 @@ from app.gateway.decisions.orders import option_order
 from evals.alerts.gofmt import go_labels, go_value
 
 from .alerts import make_alert
-from .catalog import kind, kinds
+from .catalog import configure, kind, kinds, weights_table
 from .common import (
-    AMBIGUOUS,
     LEVELS,
     POLICY,
     SDK_LEVELS,
@@ -92,9 +93,6 @@ from .kinds import Kind
 from .render import RENDERERS, render_alertmanager, render_cloud_monitoring, render_grafana, sdk_state
 from .streams import (
     CATALOGUE,
-    CATALOGUE_SHARE,
-    CATALOGUE_UNLABELLED,
-    QUESTION_WEIGHTS,
     SDK_QUESTIONS,
     Question,
     Read,
@@ -114,13 +112,9 @@ from .streams import (
 from .tech import TECH, Tech
 
 __all__ = [
-    "AMBIGUOUS",
     "CATALOGUE",
-    "CATALOGUE_SHARE",
-    "CATALOGUE_UNLABELLED",
     "LEVELS",
     "POLICY",
-    "QUESTION_WEIGHTS",
     "RENDERERS",
     "SDK_LEVELS",
     "SDK_PAGE",
@@ -141,6 +135,7 @@ __all__ = [
     "catalogue",
     "catalogue_answers",
     "catalogue_stream",
+    "configure",
     "example",
     "examples",
     "go_labels",
@@ -163,4 +158,5 @@ __all__ = [
     "snake",
     "train_stream",
     "unlabelled",
+    "weights_table",
 ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from .catalog import kinds
-from .common import AMBIGUOUS, _alnum, _dur, _fill, needs_page
+from .catalog import kinds, weights_table
+from .common import _alnum, _dur, _fill, needs_page
 from .data import table
 from .subjects import CLUSTERS, ENGINES, ENVS, REGIONS, SERVICES, _service, subject
 from .tech import _tech_subject
@@ -91,7 +91,7 @@ def make_alert(rng: random.Random) -> dict[str, Any]:
     levels = list(weights)
     level = rng.choices(levels, weights=list(weights.values()))[0]
     pair = None
-    if kind.numeric and rng.random() < AMBIGUOUS:
+    if kind.numeric and rng.random() < weights_table()["ambiguous"]:
         i = rng.randrange(len(levels) - 1)
         pair = (levels[i], levels[i + 1])
         level = pair[rng.randrange(2)]

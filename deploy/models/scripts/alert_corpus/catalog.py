@@ -1,17 +1,20 @@
 """The kinds: the magnitude kinds of data/kinds.toml and the state kinds of data/state_kinds.toml
-(their states in data/states.toml), their drawers resolved by name, and every kind's draw weight."""
+(their states in data/states.toml), their drawers resolved by name, and every kind's draw weight;
+the draw weights and shares of data/weights.toml, with a sweep's mix laid over them (`configure`)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import facts_data, facts_edge, facts_hosts, facts_states
 from .common import _count, _ms, _pct, _rate, _secs
-from .data import frozen, table
+from .data import frozen, table, with_mix
 from .kinds import Facts, Kind, _disk_more, _down_facts, _fixed, _pick, _replica_facts, fields, scale
 from .states import DOWN_RULES, State, StateTable, _const, _n, _of, _pcts, _state_facts
+
+_MIX: dict[str, Any] = {}  # configure()'s mix: none, the data as it is
 
 SHOWS: dict[str, Callable[..., str]] = {"pct": _pct, "secs": _secs, "ms": _ms, "count": _count, "rate": _rate}
 PER_LEVEL = {"replicas": _replica_facts, "members_down": _down_facts}  # one drawer per level
@@ -105,7 +108,7 @@ def state_table(states: dict[str, Any]) -> StateTable:
 def state_kinds() -> list[Kind]:
     """The kinds whose level follows what broke, in draw order, with their draw weights."""
     tables = table("states")
-    weights = table("weights")["state_weights"]
+    weights = weights_table()["state_weights"]
     out = []
     for k in table("state_kinds")["state_kind"]:
         states = state_table(tables[k["table"]])
@@ -128,11 +131,30 @@ def state_kinds() -> list[Kind]:
     return out
 
 
+def configure(mix: Mapping[str, Any] | None = None) -> None:
+    """Draw with `mix`: entries of data/weights.toml (the catalogue's share, its unlabelled share, the
+    questions' weights, a kind's weight...) in place of the file's, for every draw that follows
+    (training streams and dev splits alike). None or {}: the data as it is. A mix naming an entry the
+    file lacks is refused (ValueError) and leaves the mix in force unchanged."""
+    with_mix(table("weights"), dict(mix or {}))
+    _MIX.clear()
+    _MIX.update(mix or {})
+    weights_table.cache_clear()
+    kinds.cache_clear()
+
+
+@functools.cache
+def weights_table() -> dict[str, Any]:
+    """data/weights.toml with the configured mix laid over it: `ambiguous`, `catalogue_share`,
+    `catalogue_unlabelled`, `state_weights`, `host_weights`, `question_weights`."""
+    return with_mix(table("weights"), _MIX)
+
+
 @functools.cache
 def kinds() -> tuple[Kind, ...]:
     """Every kind in draw order, each with its draw weight (data/weights.toml's `host_weights`
     applied: host resources on role-named hosts are drawn about as often as other kinds)."""
-    host = table("weights")["host_weights"]
+    host = weights_table()["host_weights"]
     every = (*magnitude_kinds(), *state_kinds())
     return tuple(k._replace(weight=k.weight * host.get(k.key, 1.0)) for k in every)
 

@@ -11,14 +11,11 @@ from typing import Any
 from .data import frozen, table
 
 _TERMS = table("terms")
-_WEIGHTS = table("weights")
 
 TEAMS: tuple[str, ...] = frozen(_TERMS["teams"])  # the default policy's teams, in its order
 LEVELS: tuple[str, ...] = frozen(_TERMS["levels"])  # the default policy's severity levels
 SOURCES: tuple[str, ...] = frozen(_TERMS["sources"])
 SPLIT_SEEDS: dict[str, int] = _TERMS["split_seeds"]
-# Alerts valued at a boundary between two levels, their level drawn between them.
-AMBIGUOUS: float = _WEIGHTS["ambiguous"]
 POLICY = Path(__file__).resolve().parents[4] / "app" / "alerts" / "default_policy.toml"
 
 # The README's SDK example (examples/alert_triage.py): its questions and their answer scale.

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from app.gateway.decisions.orders import option_order
 
 from .alerts import make_alert
+from .catalog import weights_table
 from .common import (
     POLICY,
     SDK_LEVELS,
@@ -25,10 +26,7 @@ from .common import (
     TO_SDK_LEVEL,
     needs_page,
 )
-from .data import table
 from .render import RENDERERS, sdk_state
-
-_WEIGHTS = table("weights")
 
 
 def example(rng: random.Random, source: str | None = None) -> dict[str, Any]:
@@ -131,12 +129,10 @@ CATALOGUE = Path(__file__).resolve().parents[1] / "data" / "catalogue.jsonl.gz"
 # A share of the realistic reads is the public rule catalogue's own alerts (samber/awesome-prometheus-
 # alerts, CC BY 4.0: its rules outside the eval's categories, built by evals/alerts/build_public.py
 # --training): the words real rules are written in, and how their authors rate them. Half of those
-# come without the severity label, so the level is read from the rule's name and description.
-CATALOGUE_SHARE: float = _WEIGHTS["catalogue_share"]
-CATALOGUE_UNLABELLED: float = _WEIGHTS["catalogue_unlabelled"]
-# How often each question is asked of a realistic alert. The team choice is learnt last: at 0.4 it
-# lagged on the sweep (dev team 0.95 in the request's order, 0.36 reversed); at 0.55, 0.99 and 0.89.
-QUESTION_WEIGHTS: dict[str, float] = _WEIGHTS["question_weights"]
+# come without the severity label, so the level is read from the rule's name and description
+# (data/weights.toml's catalogue_share and catalogue_unlabelled). How often each question is asked of
+# a realistic alert is its question_weights: the team choice is learnt last; at 0.4 it lagged on the
+# sweep (dev team 0.95 in the request's order, 0.36 reversed); at 0.55, 0.99 and 0.89.
 
 
 def catalogue(split: str) -> list[dict[str, Any]]:
@@ -188,9 +184,10 @@ def catalogue_stream(
     (its rules belong to no default team: no team reads)."""
     rng = random.Random(f"alert-corpus:catalogue:{seed}")
     rows = catalogue("train")
+    unlabelled_share: float = weights_table()["catalogue_unlabelled"]
     while True:
         row = rng.choice(rows)
-        state = unlabelled(row["state"]) if rng.random() < CATALOGUE_UNLABELLED else row["state"]
+        state = unlabelled(row["state"]) if rng.random() < unlabelled_share else row["state"]
         name = rng.choices(("page", "severity"), weights=(0.6, 0.4))[0]
         q = policy[name]
         right = answer_index(q, name, catalogue_answers(row))
@@ -202,13 +199,16 @@ def train_stream(
 ) -> Iterator[Read]:
     """Endless reads of realistic alerts: the router's states (three sources) with the policy's
     questions, and SDK-style states with the SDK example's questions (a fifth of each the other
-    way round), and a CATALOGUE_SHARE of the public catalogue's alerts. Options come in the
-    request's order, except a share (`reordered_share()`, asked per read) in the gateway's other
-    orders, which adaptive re-reads and debias send."""
+    way round), and a share (data/weights.toml's catalogue_share) of the public catalogue's
+    alerts. Options come in the request's order, except a share (`reordered_share()`, asked per
+    read) in the gateway's other orders, which adaptive re-reads and debias send."""
     rng = random.Random(f"alert-corpus:train:{seed}")
     rules = catalogue_stream(seed, policy, reordered_share)
+    weights = weights_table()
+    share: float = weights["catalogue_share"]
+    questions_weights: dict[str, float] = weights["question_weights"]
     while True:
-        if rng.random() < CATALOGUE_SHARE:
+        if rng.random() < share:
             yield next(rules)
             continue
         alert = make_alert(rng)
@@ -227,6 +227,6 @@ def train_stream(
                 if rng.random() < 0.8
                 else (policy, alert, "policy")
             )
-        name = rng.choices(list(QUESTION_WEIGHTS), weights=list(QUESTION_WEIGHTS.values()))[0]
+        name = rng.choices(list(questions_weights), weights=list(questions_weights.values()))[0]
         q = questions[name]
         yield _ordered(rng, state, q, name, answer_index(q, name, answers), tag, reordered_share())
