@@ -21,9 +21,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # The gateway in a venv of its own: it talks to vLLM over HTTP and never imports it.
 FROM base AS gateway
-# The vLLM image may lack ensurepip (python3-venv); virtualenv is the fallback.
+# The vLLM image may lack ensurepip (python3-venv); virtualenv, pinned, is the fallback.
 RUN python3 -m venv /opt/gateway \
-    || { python3 -m pip install --no-cache-dir virtualenv && python3 -m virtualenv /opt/gateway; }
+    || { python3 -m pip install --no-cache-dir virtualenv==21.15.14 && python3 -m virtualenv /opt/gateway; }
 # Dependencies from the hashed lock first, so code changes do not reinstall them.
 COPY requirements/gateway.lock /tmp/gateway.lock
 RUN --mount=type=cache,target=/root/.cache/pip \
