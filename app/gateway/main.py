@@ -77,7 +77,7 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
         metrics,
         settings.max_queue_wait_s,
     )
-    app.state.drain = app.state.admission  # what `serve` drains on SIGTERM (see app.serving)
+    app.state.drain = app.state.admission  # what `serve` drains on SIGTERM (see app.core.serving)
     install_error_handlers(app)
     app.include_router(systemone.router)
     app.include_router(health.router)

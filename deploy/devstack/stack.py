@@ -98,7 +98,7 @@ def toy_task() -> ModuleType:
 
 
 def verify_toy_model(directory: Path = TOY_DIR) -> Path:
-    """The shipped toy checkpoint, every file checked against its manifest (deploy/weights.py)."""
+    """The shipped toy checkpoint, every file checked against its manifest (deploy/runtime/weights.py)."""
     from deploy.runtime.weights import verify
 
     problems = verify(directory, full=True)

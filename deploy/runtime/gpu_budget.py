@@ -26,7 +26,7 @@ GiB = 2**30
 BIG_CONFIG = Path(__file__).resolve().parents[1] / "models" / "diffusiongemma-26b-a4b.config.json"
 Scheme = Literal["bf16", "w4a16"]
 # What each GPU exposes to CUDA, in GiB (nvidia-smi's memory.total: L4 23,034 MiB; H100 SXM
-# 81,559 MiB; H200 143,771 MiB, read on the H200 of docs/gpu-check-h200.md).
+# 81,559 MiB; H200 143,771 MiB, read on the H200 of docs/gpu-check-h200/README.md).
 GPUS: dict[str, float] = {
     "l4": 23034 / 1024,
     "a100-40gb": 40960 / 1024 * 0.98,

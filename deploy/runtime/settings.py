@@ -23,7 +23,7 @@ WEIGHTS_MODES: tuple[WeightsMode, ...] = ("baked", "download", "gcs_fuse")  # by
 # The CPU engine's launcher (the local stack's, run by the engine's python: a path, not an import).
 CPU_LAUNCHER = Path(__file__).resolve().parents[1] / "devstack" / "engine" / "cpu_launcher.py"
 # vLLM 0.32's GPU sampler imports FlashInfer unless this is "0", and the image has no FlashInfer:
-# the engine died at start on an H200 (docs/gpu-check-h200.md). The supervisor sets it.
+# the engine died at start on an H200 (docs/gpu-check-h200/README.md). The supervisor sets it.
 FLASHINFER_SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 FLASHINFER_REFUSAL = (
     "FlashInfer is excluded: DiffusionGemma passes `causal` per request as a tensor, which FlashInfer's "

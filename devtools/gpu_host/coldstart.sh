@@ -29,6 +29,8 @@ export PATH=$w/gpu/bin:$w/tools/bin:$PATH
 starts=${CS_STARTS:---start cold:debug,pyspy=10 --start restored-pyspy:debug,pyspy=50 \
 --start restored-importtime:importtime,debug --start restored-plain \
 --start restored-fork:VLLM_WORKER_MULTIPROC_METHOD=fork,timeout=180}
+read -r -a start_args <<< "$starts"  # split on spaces into words (never globbed)
+count() { find "$1" -mindepth 1 -maxdepth 1 -printf . | wc -c; }  # the entries of a folder
 running() { pgrep -f "[d]evtools.coldstart" > /dev/null; }
 collect() {
   [ -n "${OUT:-}" ] || return 0
@@ -68,11 +70,11 @@ stage_here() {  # the pieces this call carries
 }
 case $step in
 stage)
-  mkdir -p "$stage/${2:?DIR}" && cp "$pieces/$2/part.${3:?PART}" "$stage/$2/" && ls "$stage/$2" | wc -l ;;
+  mkdir -p "$stage/${2:?DIR}" && cp "$pieces/$2/part.${3:?PART}" "$stage/$2/" && count "$stage/$2" ;;
 setup)
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   stage_here
-  ls "$stage/b" | wc -l; ls "$stage/k" | wc -l
+  count "$stage/b"; count "$stage/k"
   mkdir -p "$w/kit" "$w/bundle" "$w/wheels" "$w/tools"
   tar --exclude="./${pieces#./}" --exclude=./.whl -cf - . | tar -xf - -C "$w/kit"
   cat "$stage"/b/part.* | tar x -C "$w/bundle" || exit 1
@@ -90,12 +92,13 @@ setup)
   echo "setup and checkpoint: $((SECONDS - t)) s"
   # As `dgemma` runs (devtools/gpu_host/setup.sh): the kit and its wheels on the path, the engine's
   # python; the starts begin once no other process computes on the GPU.
-  # shellcheck disable=SC2086
+  # The inner shell expands its own variables (and "$@": the arguments after its name).
+  # shellcheck disable=SC2016
   setsid nohup env PYTHONPATH="$w/kit:$w/gpu/kit" DGEMMA_ENGINE_PYTHON="$w/gpu/bin/engine-python" \
     PYTHONUNBUFFERED=1 bash -c 'while n=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c .) \
       && [ "$n" -gt 0 ]; do echo "$(date -u +%T) waiting: $n other process(es) on the GPU"; sleep 10; done
       exec python3 -m devtools.coldstart "$@"' coldstart "$w/ckpt" --out "$w/cs" --store "$w/store" \
-    --cache-dir "$w/cc" $starts > "$w/coldstart.log" 2>&1 < /dev/null &
+    --cache-dir "$w/cc" "${start_args[@]}" > "$w/coldstart.log" 2>&1 < /dev/null &
   sleep 5
   poll ;;
 poll)

@@ -38,6 +38,10 @@ stage=${STAGE:-$w/stage}
 kit_wheels=${KIT_WHEELS:-.whl/kit}
 extra_wheels=${EXTRA_WHEELS:-.whl/extra}
 read -r -a carried <<< "${CARRIED:-.gpu .whl}"
+# Each job's extra arguments, split on spaces into words (never globbed).
+read -r -a gc_args <<< "${GC_ARGS:-}"
+read -r -a profile_args <<< "${PROFILE_ARGS:-30 8 10 8}"
+read -r -a arms_args <<< "${ARMS_ARGS:-}"
 deadline=$((SECONDS + ${POLL_S:-540}))
 export PATH=$w/gpu/bin:$w/gpu/kit/bin:$PATH
 case $job in
@@ -48,6 +52,7 @@ running() {
   if [ "$job" = arms ]; then pgrep -f "[d]evtools.engine_arms" > /dev/null  # also its wait for the GPU
   else pgrep -f "[g]pu-check $w/ckpt" > /dev/null; fi
 }
+count() { find "$1" -mindepth 1 -maxdepth 1 -printf . | wc -c; }  # the entries of a folder
 collect() {
   [ -n "${OUT:-}" ] || return 0
   if [ "$job" = arms ]; then
@@ -80,12 +85,10 @@ poll() {
 }
 start_job() {
   if [ "$job" = gpu-check ]; then
-    # shellcheck disable=SC2086
-    setsid nohup dgemma gpu-check "$w/ckpt" --compile-cache-store "$w/ccstore" --out "$w/gc" ${GC_ARGS:-} \
+    setsid nohup dgemma gpu-check "$w/ckpt" --compile-cache-store "$w/ccstore" --out "$w/gc" "${gc_args[@]}" \
       > "$w/gc.log" 2>&1 < /dev/null &
     if [ "${PROFILE_ARGS:-}" != off ]; then
-      # shellcheck disable=SC2086
-      setsid nohup bash devtools/gpu_host/profile_engine.sh "$w/prof" ${PROFILE_ARGS:-30 8 10 8} \
+      setsid nohup bash devtools/gpu_host/profile_engine.sh "$w/prof" "${profile_args[@]}" \
         > "$w/prof.log" 2>&1 < /dev/null &
     fi
     return
@@ -93,18 +96,19 @@ start_job() {
   # As `dgemma` runs (devtools/gpu_host/setup.sh): the kit and its wheels on the path, the engine's
   # python. The arms start once no other process computes on the GPU (a shared GPU made a cold start
   # and its memory figures meaningless once, docs/engine-sizing-h200 run 2); arms.log says so.
-  # shellcheck disable=SC2086
+  # The inner shell expands its own variables (and "$@": the arguments after its name).
+  # shellcheck disable=SC2016
   setsid nohup env PYTHONPATH="$w/kit:$w/gpu/kit" DGEMMA_ENGINE_PYTHON="$w/gpu/bin/engine-python" \
     PYTHONUNBUFFERED=1 bash -c 'while n=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c .) \
       && [ "$n" -gt 0 ]; do echo "$(date -u +%T) waiting: $n other process(es) on the GPU"; sleep 10; done
       exec python3 -m devtools.engine_arms "$@"' arms "$w/ckpt" --out "$w/arms" --cache-dir "$w/cc" \
-    ${ARMS_ARGS:-} > "$w/arms.log" 2>&1 < /dev/null &
+    "${arms_args[@]}" > "$w/arms.log" 2>&1 < /dev/null &
 }
 case $step in
 stage)
-  mkdir -p "$stage" && cp "$parts${2:?PART}" "$stage/" && ls "$stage" | wc -l ;;
+  mkdir -p "$stage" && cp "$parts${2:?PART}" "$stage/" && count "$stage" ;;
 extra)
-  mkdir -p "$w/wheels" && cp "$extra_wheels"/*.whl "$w/wheels/" && ls "$w/wheels" | wc -l ;;
+  mkdir -p "$w/wheels" && cp "$extra_wheels"/*.whl "$w/wheels/" && count "$w/wheels" ;;
 setup)
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   mkdir -p "$w/kit" "$w/bundle" "$w/wheels"

@@ -99,8 +99,21 @@ def test_audit_reads_every_requirements_file_the_dockerfile_installs() -> None:
         if ins["instruction"] == "COPY" and "requirements/" in ins["value"]:
             *sources, dest = ins["value"].split()
             copied.update((dest, src) for src in sources if src.startswith("requirements/"))
-        if ins["instruction"] == "RUN" and "pip install" in ins["value"]:
-            installed |= set(re.findall(r"(?:-r|--requirement)[ =](\S+)", ins["value"]))
+        if ins["instruction"] == "RUN":
+            # What a RUN runs: its own text and the scripts of this repository it bind-mounts.
+            mounts = [
+                dict(kv.partition("=")[::2] for kv in m.split(","))
+                for m in re.findall(r"--mount=(\S+)", ins["value"])
+            ]
+            files = {m["target"]: m["source"] for m in mounts if m.get("type") == "bind" and "from" not in m}
+            copied.update((dest, src) for dest, src in files.items() if src.startswith("requirements/"))
+            texts = [
+                ins["value"],
+                *((ROOT / src).read_text() for src in files.values() if src.endswith(".sh")),
+            ]
+            for text in texts:
+                if "pip install" in text:
+                    installed |= set(re.findall(r"(?:-r|--requirement)[ =](\S+)", text))
     assert installed, "the Dockerfile installs no requirements file: this test no longer sees how"
     needed = {copied.get(path, path) for path in installed}
     audited = set(re.findall(r"--requirement[ =](\S+)", _script()))

@@ -70,11 +70,64 @@ def test_port_comes_from_the_environment(instructions: list[dict[str, str]]) -> 
     assert "--port" not in entry  # Cloud Run's PORT reaches the settings unchanged
 
 
-def test_locked_dependencies_install_before_the_code(instructions: list[dict[str, str]]) -> None:
-    gateway = [f"{i['instruction']} {i['value']}" for i in _stage(instructions, "gateway")]
-    lock = next(n for n, line in enumerate(gateway) if "--require-hashes -r /tmp/gateway.lock" in line)
-    code = next(n for n, line in enumerate(gateway) if line.startswith("COPY app"))
-    assert lock < code
+INSTALL = "sh /tmp/install_kit.sh"  # scripts/install_kit.sh, bind-mounted there
+
+
+def _installs(instructions: list[dict[str, str]], stage: str) -> list[str]:
+    return [
+        i["value"] for i in _stage(instructions, stage) if i["instruction"] == "RUN" and INSTALL in i["value"]
+    ]
+
+
+def _mounts(run: str) -> list[str]:
+    return re.findall(r"--mount=(\S+)", run)
+
+
+def test_the_source_stage_holds_what_the_package_is_built_from(instructions: list[dict[str, str]]) -> None:
+    """Files only, from scratch: pyproject.toml, its readme and the packages it finds, nothing else."""
+    source = _stage(instructions, "source")
+    assert source[0]["value"] == "scratch AS source"
+    copied = [c for i in source if i["instruction"] == "COPY" for c in i["value"].split()[:-1]]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = [p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]]
+    assert sorted(copied) == sorted(["pyproject.toml", project["project"]["readme"], *packages])
+    assert all(i["value"].split()[-1].startswith("/src/") for i in source if i["instruction"] == "COPY")
+
+
+def test_both_images_install_the_kit_by_the_same_steps(instructions: list[dict[str, str]]) -> None:
+    """The gateway's and the router's stages run scripts/install_kit.sh's two steps, with the same
+    mounts, each into its own venv; no stage installs anything of the kit another way."""
+    steps: dict[str, tuple[list[str], list[str]]] = {}
+    for stage, venv in (("gateway", "/opt/gateway"), ("router", "/opt/router")):
+        dependencies, package = _installs(instructions, stage)  # in this order: the lock's layer first
+        assert dependencies.endswith(f"{INSTALL} dependencies {venv}")
+        assert f"{INSTALL} package {venv} " in package
+        steps[stage] = (_mounts(dependencies), _mounts(package))
+        others = [i["value"] for i in _stage(instructions, stage) if i["instruction"] in ("RUN", "COPY")]
+        assert not [v for v in others if INSTALL not in v and ("pip" in v or "/src" in v)]
+    assert steps["gateway"] == steps["router"]
+    lock_mounts, package_mounts = steps["gateway"]
+    script = "type=bind,source=scripts/install_kit.sh,target=/tmp/install_kit.sh"
+    # The lock's step mounts the lock and pip's cache, not the code: a code change does not reinstall it.
+    assert lock_mounts == [
+        script,
+        "type=bind,source=requirements/gateway.lock,target=/tmp/gateway.lock",
+        "type=cache,target=/root/.cache/pip",
+    ]
+    assert package_mounts == [
+        script,
+        "type=bind,from=source,source=/src,target=/src,rw",
+    ]  # setuptools writes there
+
+
+def test_the_install_script_installs_the_hashed_lock_then_the_package_alone() -> None:
+    script = (ROOT / "scripts/install_kit.sh").read_text()
+    dependencies = script[script.index("dependencies)") : script.index(";;")]
+    package = script[script.index("package)") : script.index(";;", script.index("package)"))]
+    assert '"$venv/bin/pip" install --require-hashes -r /tmp/gateway.lock' in dependencies
+    assert '"$venv/bin/pip" install --no-cache-dir --no-deps /src' in package
+    assert '"$venv/bin/dgemma" "$@"' in package  # the build fails unless the command runs
+    assert "set -eu" in script
 
 
 def test_lock_covers_every_runtime_dependency() -> None:
@@ -103,15 +156,9 @@ def test_router_is_a_slim_cpu_python_without_vllm(instructions: list[dict[str, s
     assert router[0]["value"] == "${ROUTER_BASE_IMAGE} AS router"
     assert _arg(instructions, "ROUTER_BASE_IMAGE") == "python:3.11-slim"  # pinned by digest in production
     text = " ".join(i["value"] for i in router).lower()
-    assert "vllm" not in text and "--from=" not in text, "no vLLM, no weights, nothing of the GPU stages"
-
-
-def test_router_installs_the_hashed_lock_before_the_code(instructions: list[dict[str, str]]) -> None:
-    router = [f"{i['instruction']} {i['value']}" for i in _stage(instructions, "router")]
-    lock = next(n for n, line in enumerate(router) if "--require-hashes -r /tmp/gateway.lock" in line)
-    code = next(n for n, line in enumerate(router) if line.startswith("COPY app"))
-    project = next(n for n, line in enumerate(router) if "pip install --no-cache-dir --no-deps /src" in line)
-    assert lock < code < project
+    assert "vllm" not in text, "no vLLM"
+    assert set(re.findall(r"from=([\w-]+)", text)) == {"source"}, "no weights, nothing of the GPU stages"
+    assert _installs(instructions, "router")[-1].endswith("package /opt/router alerts serve --help")
 
 
 def test_router_runs_non_root_on_cloud_runs_port(instructions: list[dict[str, str]]) -> None:

@@ -6,12 +6,14 @@ the image build would upload, as the real gcloud lists it."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from dockerfile_parse import DockerfileParser
 
 from app.core.config import ConfigError
 from deploy.cloud.config import ROOT, DeployConfig
@@ -183,10 +185,30 @@ def test_the_build_uploads_the_images_sources_only(checkout: Path) -> None:
     tops = {name.split("/", 1)[0] for name in uploaded}
     assert tops == {
         "Dockerfile", ".dockerignore", "cloudbuild.yaml", "pyproject.toml", "README.md",
-        "app", "deploy", "evals", "loadtest", "requirements",
+        "app", "deploy", "evals", "loadtest", "requirements", "scripts",
     }  # fmt: skip
+    assert [n for n in uploaded if n.startswith("scripts/")] == ["scripts/install_kit.sh"]
     assert not any(n.endswith(".safetensors") for n in uploaded)
     check_upload(checkout)  # what it measures passes
+
+
+def test_the_build_uploads_every_file_the_dockerfile_reads(checkout: Path) -> None:
+    """Each COPY source and each file the build's RUN steps bind-mount from the context (the install
+    script, the lock) is uploaded: Cloud Build has nothing else."""
+    read: set[str] = set()
+    for ins in DockerfileParser(path=str(checkout / "Dockerfile")).structure:
+        words = ins["value"].split()
+        if ins["instruction"] == "COPY" and not any(w.startswith("--from=") for w in words):
+            read |= {w for w in words[:-1] if not w.startswith("--")}
+        if ins["instruction"] == "RUN":
+            for mount in re.findall(r"--mount=(\S+)", ins["value"]):
+                options = dict(kv.partition("=")[::2] for kv in mount.split(","))
+                if options.get("type") == "bind" and "from" not in options:
+                    read.add(options.get("source", "."))
+    assert {"app", "requirements/gateway.lock", "scripts/install_kit.sh"} <= read
+    uploaded = _uploaded(checkout)
+    missing = [r for r in sorted(read) if not any(u == r or u.startswith(f"{r}/") for u in uploaded)]
+    assert not missing, f"the Dockerfile reads what gcloud leaves out (.gcloudignore): {missing}"
 
 
 def test_weights_or_a_big_tree_inside_the_sources_are_refused(checkout: Path) -> None:

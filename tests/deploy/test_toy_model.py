@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -329,3 +332,55 @@ def test_the_sample_warning_on_a_database_host_goes_to_the_database_team(toy: Lo
     records = {r["key"]: r for r in _audit(toy) if r["event"] == "decision"}
     print(f"db-2: team {records[db2.key]['team']} ({records[db2.key]['p_team']})")
     assert records[db2.key]["team"] == "database"
+
+
+def _readme_curl(path: Path) -> tuple[str, dict[str, str], dict[str, Any], dict[str, Any]]:
+    """The README's `curl .../v1/systemone` example: its path, headers and body as sent, and the answer
+    it shows (its `{...}` elisions read as null: not shown, not compared)."""
+    lines = path.read_text().splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("$ curl") and "/v1/systemone" in line)
+    command, end = lines[start].removeprefix("$ "), start + 1
+    while True:  # the command ends where its quotes close
+        try:
+            argv = shlex.split(command)
+            break
+        except ValueError:
+            command, end = f"{command}\n{lines[end]}", end + 1
+    shown_lines = []
+    for line in lines[end:]:
+        if line.startswith("```"):
+            break
+        shown_lines.append(line)
+    shown = json.loads("\n".join(shown_lines).replace("{...}", "null"))
+    url = next(a for a in argv if "/v1/systemone" in a)
+    headers = dict(h.split(": ", 1) for h in (argv[n + 1] for n, a in enumerate(argv) if a == "-H"))
+    body = json.loads(argv[argv.index("-d") + 1])
+    return urlsplit(url if "//" in url else f"http://{url}").path, headers, body, shown
+
+
+def _differences(shown: Any, real: Any, where: str = "") -> list[str]:
+    """Where the README's shown answer is not what the service returned: strings and integers equal,
+    numbers to the digits shown (one unit of the last shown digit)."""
+    if shown is None:
+        return []
+    if isinstance(shown, dict):
+        if not isinstance(real, dict):
+            return [f"{where}: shown an object, got {real!r}"]
+        return [d for k, v in shown.items() for d in _differences(v, real.get(k), f"{where}.{k}")]
+    if isinstance(shown, float):
+        digits = -int(Decimal(repr(shown)).as_tuple().exponent)
+        ok = isinstance(real, int | float) and abs(real - shown) <= 10**-digits
+        return [] if ok else [f"{where}: shown {shown}, got {real!r}"]
+    return [] if shown == real else [f"{where}: shown {shown!r}, got {real!r}"]
+
+
+def test_the_readme_curl_example_shows_what_the_toy_answers(toy: LocalStack) -> None:
+    """The README's "Calling it" request, parsed out of README.md and sent as written to `make dev`'s
+    stack: every answer it shows is the toy's (numbers to the digits shown)."""
+    path, headers, body, shown = _readme_curl(ROOT / "README.md")
+    r = httpx.post(f"{toy.url}{path}", content=json.dumps(body), headers=headers, timeout=120)
+    assert r.status_code == 200, r.text
+    real = r.json()
+    assert not _differences(shown, real), (
+        f"README.md's example differs from the toy's answer {json.dumps(real)}: {_differences(shown, real)}"
+    )

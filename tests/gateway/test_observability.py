@@ -1,4 +1,5 @@
-"""Probes of the running stack (metrics and logs are tested in process: tests/app)."""
+"""Probes of the running stack (metrics and logs are tested in process:
+tests/gateway/test_observability_in_process.py, tests/core/test_logs.py)."""
 
 from __future__ import annotations
 
