@@ -4,15 +4,15 @@ PYTHON ?= python3.11
 VENV := .venv
 ENGINE_VENV := .venv-engine
 
-.PHONY: dev test test-fast lint checkov docs bench bench-cost reliability bench-alerts bench-ledger bench-weights eval-toy calibrate-toy toy-model lock env engine-env alertmanager clean
+.PHONY: dev test test-fast lint checkov docs bench bench-cost reliability bench-alerts bench-ledger bench-weights eval-toy calibrate-toy toy-model lock env engine-env alertmanager prometheus clean
 
 dev: env engine-env  ## local stack: vLLM (CPU) on the trained toy model + gateway on 127.0.0.1:$${PORT:-8080}
 	$(VENV)/bin/dgemma dev
 
-test: env engine-env alertmanager  ## lint, type checks, docs check, then every tier, the real engine included
+test: env engine-env alertmanager prometheus  ## lint, type checks, docs check, then every tier, the real engine included
 	bash scripts/test.sh
 
-test-fast: env alertmanager  ## lint, then the tiers that need no engine (pure functions, the app in process, emulator)
+test-fast: env alertmanager prometheus  ## lint, then the tiers that need no engine (pure functions, the app in process, emulator)
 	bash scripts/test.sh -m "not engine"
 
 lint: env
@@ -69,6 +69,9 @@ engine-env:
 
 alertmanager:  ## Prometheus Alertmanager 0.25 (Debian package): the real sender in the router's tests
 	bash scripts/install_alertmanager.sh
+
+prometheus:  ## Prometheus 2.42 and promtool (Debian package): the kit's rules tested (monitoring/)
+	PKG=prometheus BIN=promtool bash scripts/install_alertmanager.sh
 
 clean:
 	rm -rf $(VENV) $(ENGINE_VENV) .venv-checkov .cache .build .pytest_cache .mypy_cache .ruff_cache

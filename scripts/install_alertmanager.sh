@@ -5,8 +5,8 @@
 # harmless, the tests start their own Alertmanager (devtools/alertmanager.py).
 set -euo pipefail
 
-PKG=prometheus-alertmanager
-BIN=prometheus-alertmanager
+PKG=${PKG:-prometheus-alertmanager}  # or PKG=prometheus BIN=promtool: Prometheus 2.42 and promtool
+BIN=${BIN:-prometheus-alertmanager}
 
 version() {
   # Alertmanager prints its version on stderr.
