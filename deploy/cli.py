@@ -33,9 +33,10 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
         if lacking:  # offer only what this installation can run (the image's lock has no Locust)
             absent.append(f"{command.NAME} (needs {', '.join(lacking)})")
             continue
-        # argparse %-formats help strings (`%(default)s`): a literal `%` in a summary must be doubled.
+        # argparse %-formats help strings (`%(default)s`), not descriptions: a literal `%` in the
+        # summary is doubled in the first only.
         summary = command.HELP.replace("%", "%%")
-        cmd = sub.add_parser(command.NAME, help=summary, description=summary)
+        cmd = sub.add_parser(command.NAME, help=summary, description=command.HELP)
         if selected in (None, command.NAME):
             command.add_arguments(cmd)
         cmd.set_defaults(run=command.run, logs_json=getattr(command, "SERVICE", False))

@@ -147,7 +147,9 @@ def test_every_commands_help_prints(capsys: pytest.CaptureFixture[str]) -> None:
         with pytest.raises(SystemExit) as done:
             cli.main(argv)
         assert done.value.code == 0, argv
-    assert "gpu-check" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "gpu-check" in out and "%%" not in out, "a summary's `%` is printed as it is written"
+    assert "a candidate revision at 0 %," in " ".join(out.split())
 
 
 def test_every_typed_failure_of_the_kit_carries_its_exit_code() -> None:
