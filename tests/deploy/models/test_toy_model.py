@@ -29,7 +29,7 @@ from devtools.stack import LocalStack, local_stack
 from tests.helpers.gateway import answer_probs, gateway_settings, serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TOY_TEST = ROOT / "evals/data/toy-alerts-test.jsonl"
 toy_task = toy_task_module()
 # The README's SDK example (examples/alert_triage.py): a dict state, a choice and a score without
