@@ -55,7 +55,7 @@ def hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """The real local stack, started as `make dev` starts it, once per session, on the tiny
-    random-weight model: the plumbing's tests (tests/deploy/test_toy_model.py runs the toy)."""
+    random-weight model: the plumbing's tests (tests/deploy/models/test_toy_model.py runs the toy)."""
     log = tmp_path_factory.mktemp("stack") / "engine.log"
     try:
         with local_stack(log, model="random") as running:

@@ -34,7 +34,8 @@ ROUTER_SECRETS = "module.dgemma.google_secret_manager_secret.alerts"
 # (as it imports one made by hand); its import ID is `PROJECT/NAME` (the provider's documented form).
 WEIGHTS_BUCKET = "module.dgemma.google_storage_bucket.weights"
 # The module's variables `tfvars` leaves at the module's default, on purpose, and why (a root module
-# of your own sets them). tests/deploy/test_module_variables.py holds every variable to one or the other.
+# of your own sets them). tests/deploy/cloud/test_module_variables.py holds every variable to one or
+# the other.
 FIXED = {
     "engine_timeout_s": "the gateway's own default (120 s), so the cloud answers as `make dev` does",
     "gcs_fuse_mount_options": "tuned for the checkpoint's large immutable files (gcs_fuse mode)",

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,8 @@ import pytest
 
 from app.core.polling import wait_until
 from devtools.alertmanager import Alertmanager, alertmanager, config
-from devtools.metadata import RecordingServer, Reply, Seen, serving
+from devtools.metadata import Seen
+from tests.helpers.alerts import Receiver, text_reply
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("alertmanager_installed")]
 
@@ -27,36 +26,10 @@ DISK = {"instance": "db-1", "severity": "critical"}
 DEADLINE_S = 8  # group_wait is 1 s; Alertmanager posts within about a second of it
 
 
-@dataclass
-class Receiver:
-    """A scripted webhook receiver: answers `statuses` in turn, then 200; notes when each POST came."""
-
-    statuses: list[int] = field(default_factory=list)
-    server: RecordingServer = field(init=False)
-    arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def url(self) -> str:
-        return f"{self.server.url}{HOOK}"
-
-    def answer(self, seen: Seen) -> Reply:
-        with self.lock:
-            self.arrivals.append(time.monotonic())
-            status = self.statuses.pop(0) if self.statuses else 200
-        return status, {"content-type": "text/plain"}, b"sink failed" if status >= 300 else b"ok"
-
-    def posts(self, count: int, timeout_s: float = DEADLINE_S) -> list[Seen]:
-        """The first `count` requests once they have come; fails the test if they do not in time."""
-        came = wait_until(lambda: len(self.server.requests) >= count, timeout_s, interval_s=0.05)
-        assert came, f"{len(self.server.requests)} of {count} webhook POSTs within {timeout_s} s"
-        return self.server.requests[:count]
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    scripted = Receiver()
-    with serving(scripted.answer) as scripted.server:
+    """A webhook receiver: scripted replies, then 200."""
+    with Receiver(then=text_reply(200), path=HOOK).served() as scripted:
         yield scripted
 
 
@@ -72,8 +45,8 @@ def test_fired_alert_arrives_as_webhook_v4_with_bearer_token(tmp_path: Path, rec
     with alertmanager(tmp_path, receiver.url, auth=("bearer", "s3cret")) as am:
         fired = time.monotonic()
         am.fire("DiskFull", DISK, {"summary": "Disk 97% on db-1"})
-        [seen] = receiver.posts(1)
-        latency = receiver.arrivals[0] - fired
+        [seen] = receiver.requests(1, DEADLINE_S)
+        latency = receiver.times[0] - fired
     assert seen.headers["authorization"] == "Bearer s3cret"
     body = payload(seen)
     labels = {**DISK, "alertname": "DiskFull"}
@@ -95,7 +68,7 @@ def test_alerts_of_one_group_arrive_in_one_post_truncated_to_max_alerts(
     with alertmanager(tmp_path, receiver.url, group_by=["cluster"], max_alerts=max_alerts) as am:
         am.fire("DiskFull", {"cluster": "eu", "instance": "db-1"})
         am.fire("HighLatency", {"cluster": "eu", "instance": "api-1"})
-        [seen] = receiver.posts(1)
+        [seen] = receiver.requests(1, DEADLINE_S)
         time.sleep(0.5)  # nothing else comes for this group
         assert len(receiver.server.requests) == 1
     body = payload(seen)
@@ -113,9 +86,9 @@ def test_alerts_of_one_group_arrive_in_one_post_truncated_to_max_alerts(
 def test_resolving_sends_the_resolved_group(tmp_path: Path, receiver: Receiver) -> None:
     with alertmanager(tmp_path, receiver.url) as am:
         am.fire("DiskFull", DISK, {"summary": "Disk 97% on db-1"})
-        [firing] = receiver.posts(1)
+        [firing] = receiver.requests(1, DEADLINE_S)
         am.resolve("DiskFull", DISK)
-        _, resolved = receiver.posts(2)
+        _, resolved = receiver.requests(2, DEADLINE_S)
     before, after = payload(firing), payload(resolved)
     assert before["status"] == "firing" and after["status"] == "resolved"
     [was], [now] = before["alerts"], after["alerts"]
@@ -125,10 +98,10 @@ def test_resolving_sends_the_resolved_group(tmp_path: Path, receiver: Receiver) 
 
 
 def test_refused_posts_are_retried_until_the_receiver_accepts(tmp_path: Path, receiver: Receiver) -> None:
-    receiver.statuses = [500, 500]
+    receiver.replies += [text_reply(500), text_reply(500)]
     with alertmanager(tmp_path, receiver.url, auth=("bearer", "s3cret")) as am:
         am.fire("DiskFull", DISK)
-        posts = receiver.posts(3)
+        posts = receiver.requests(3, DEADLINE_S)
         assert am.wait_log('msg="Notify success" attempts=3', DEADLINE_S), am.log()
         time.sleep(0.5)  # and no fourth: the group was delivered
         assert len(receiver.server.requests) == 3
@@ -138,7 +111,7 @@ def test_refused_posts_are_retried_until_the_receiver_accepts(tmp_path: Path, re
     first, *retries = (json.loads(p.body) for p in posts)
     assert all(r == first for r in retries), "every attempt posts the same group"
     assert all(p.headers["authorization"] == "Bearer s3cret" for p in posts)
-    gaps = [round(b - a, 2) for a, b in zip(receiver.arrivals, receiver.arrivals[1:], strict=False)]
+    gaps = [round(b - a, 2) for a, b in zip(receiver.times, receiver.times[1:], strict=False)]
     # Exponential backoff from 0.5 s (x1.5, +-50% jitter): about 0.25-0.75 s, then 0.4-1.1 s.
     assert all(0.2 < gap < 2.5 for gap in gaps), gaps
     print(f"retry gaps {gaps} s")
@@ -147,7 +120,7 @@ def test_refused_posts_are_retried_until_the_receiver_accepts(tmp_path: Path, re
 def test_basic_auth_arrives_as_basic_credentials(tmp_path: Path, receiver: Receiver) -> None:
     with alertmanager(tmp_path, receiver.url, auth=("basic", "am", "p@ss:word")) as am:
         am.fire("DiskFull", DISK)
-        [seen] = receiver.posts(1)
+        [seen] = receiver.requests(1, DEADLINE_S)
     assert seen.headers["authorization"] == "Basic " + base64.b64encode(b"am:p@ss:word").decode()
     assert payload(seen)["status"] == "firing"
 
@@ -168,7 +141,7 @@ def test_harness_api(tmp_path: Path, receiver: Receiver) -> None:
         am.fire("DiskFull", DISK)
         [held] = am.alerts()
         assert held["labels"] == {**DISK, "alertname": "DiskFull"} and held["status"]["state"] == "active"
-        receiver.posts(1)
+        receiver.requests(1, DEADLINE_S)
         sent = wait_until(lambda: am.metric("alertmanager_notifications_total", integration="webhook"), 5)
         assert sent == 1
         assert am.metric("alertmanager_notifications_failed_total", integration="webhook") == 0

@@ -23,12 +23,12 @@ from app.alerts.sinks.pagerduty import PagerDutySink
 from app.core.config import ConfigError
 from app.core.retry import retry_after_s
 from devtools.metadata import RecordingServer, Reply, Seen, json_reply, serving
+from tests.helpers.alerts import ACCEPTED, Receiver
 
 pytestmark = pytest.mark.inprocess
 
 ROUTING_KEY = "R0123456789abcdef0123456789abcd"
 FAST = {"backoff_s": 0.001, "backoff_max_s": 0.01, "timeout_s": 2.0}  # tests wait milliseconds
-ACCEPTED = json_reply(202, {"status": "success", "message": "Event processed", "dedup_key": "x"})
 
 
 def alert(**overrides: Any) -> Alert:
@@ -65,25 +65,8 @@ def page(**overrides: Any) -> Page:
     return Page(**{**fields, **overrides})
 
 
-class Script:
-    """A receiver's replies in order (a reply, or a callable making one), then `then` forever; each
-    request's arrival time is recorded."""
-
-    def __init__(self, *replies: Reply | Callable[[Seen], Reply], then: Reply = ACCEPTED) -> None:
-        self._replies = list(replies)
-        self._then = then
-        self._lock = threading.Lock()
-        self.times: list[float] = []
-
-    def __call__(self, seen: Seen) -> Reply:
-        with self._lock:
-            self.times.append(time.monotonic())
-            reply = self._replies.pop(0) if self._replies else self._then
-        return reply(seen) if callable(reply) else reply
-
-
 @pytest.fixture
-def receiver() -> Iterator[Callable[[Script], RecordingServer]]:
+def receiver() -> Iterator[Callable[[Receiver], RecordingServer]]:
     with ExitStack() as stack:
         yield lambda script: stack.enter_context(serving(script))
 
@@ -119,11 +102,11 @@ def body(seen: Seen) -> dict[str, Any]:
 
 @pytest.fixture
 def pagerduty(
-    receiver: Callable[[Script], RecordingServer],
+    receiver: Callable[[Receiver], RecordingServer],
     make_sinks: Callable[..., dict[str, Sink]],
     secret: Callable[[str, str], Path],
 ) -> Callable[..., tuple[Sink, RecordingServer]]:
-    def make(script: Script, **knobs: Any) -> tuple[Sink, RecordingServer]:
+    def make(script: Receiver, **knobs: Any) -> tuple[Sink, RecordingServer]:
         server = receiver(script)
         cfg = {
             "type": "pagerduty",
@@ -141,7 +124,7 @@ def pagerduty(
 
 
 async def test_pagerduty_trigger_carries_the_alert_key_and_the_answers(pagerduty: Any) -> None:
-    sink, server = pagerduty(Script())
+    sink, server = pagerduty(Receiver())
     await sink.deliver(page())
 
     [seen] = server.requests
@@ -175,7 +158,7 @@ async def test_pagerduty_trigger_carries_the_alert_key_and_the_answers(pagerduty
 
 
 async def test_pagerduty_summary_says_unclassified_low_confidence_and_ticket(pagerduty: Any) -> None:
-    sink, server = pagerduty(Script())
+    sink, server = pagerduty(Receiver())
     await sink.deliver(page(classified=False, answers={}, reason="gateway timed out"))
     await sink.deliver(page(low_confidence=True))
     await sink.deliver(page(action="ticket", severity="error"))
@@ -192,7 +175,7 @@ async def test_pagerduty_summary_says_unclassified_low_confidence_and_ticket(pag
 
 
 async def test_pagerduty_summary_is_clipped_and_long_keys_stay_stable(pagerduty: Any) -> None:
-    sink, _ = pagerduty(Script())
+    sink, _ = pagerduty(Receiver())
     assert isinstance(sink, PagerDutySink)
     event = sink.event(page(alert=alert(summary="x" * 5000), classified=False))
     assert len(event["payload"]["summary"]) == 1024
@@ -204,7 +187,7 @@ async def test_pagerduty_summary_is_clipped_and_long_keys_stay_stable(pagerduty:
 
 
 async def test_pagerduty_resolve(pagerduty: Any) -> None:
-    sink, server = pagerduty(Script())
+    sink, server = pagerduty(Receiver())
     await sink.resolve(alert(status="resolved"))
     [seen] = server.requests
     assert body(seen) == {
@@ -218,7 +201,7 @@ async def test_pagerduty_resolve(pagerduty: Any) -> None:
 
 
 async def test_5xx_is_retried_until_accepted(pagerduty: Any) -> None:
-    script = Script(json_reply(500, {"status": "error"}), (502, {}, b"bad gateway"))
+    script = Receiver(json_reply(500, {"status": "error"}), (502, {}, b"bad gateway"))
     sink, server = pagerduty(script)
     await sink.deliver(page())
     assert len(server.requests) == 3  # two failures, one accepted delivery
@@ -226,13 +209,13 @@ async def test_5xx_is_retried_until_accepted(pagerduty: Any) -> None:
 
 
 async def test_a_2xx_is_never_retried(pagerduty: Any) -> None:
-    sink, server = pagerduty(Script(then=(200, {}, b"not json at all")))
+    sink, server = pagerduty(Receiver(then=(200, {}, b"not json at all")))
     await sink.deliver(page())
     assert len(server.requests) == 1
 
 
 async def test_gives_up_after_its_attempts(pagerduty: Any) -> None:
-    sink, server = pagerduty(Script(then=json_reply(503, {"message": "unavailable"})))
+    sink, server = pagerduty(Receiver(then=json_reply(503, {"message": "unavailable"})))
     with pytest.raises(SinkError) as caught:
         await sink.deliver(page())
     assert len(server.requests) == 3
@@ -243,7 +226,7 @@ async def test_gives_up_after_its_attempts(pagerduty: Any) -> None:
 
 
 async def test_429_waits_for_retry_after(pagerduty: Any) -> None:
-    script = Script(json_reply(429, {"message": "rate limited"}, {"retry-after": "0.3"}))
+    script = Receiver(json_reply(429, {"message": "rate limited"}, {"retry-after": "0.3"}))
     sink, server = pagerduty(script, backoff_max_s=2.0)
     await sink.deliver(page())
     assert len(server.requests) == 2
@@ -251,7 +234,7 @@ async def test_429_waits_for_retry_after(pagerduty: Any) -> None:
 
 
 async def test_retry_after_is_capped(pagerduty: Any) -> None:
-    script = Script(json_reply(429, {}, {"retry-after": "120"}))
+    script = Receiver(json_reply(429, {}, {"retry-after": "120"}))
     sink, server = pagerduty(script, backoff_max_s=0.05)
     started = time.monotonic()
     await sink.deliver(page())
@@ -261,7 +244,7 @@ async def test_retry_after_is_capped(pagerduty: Any) -> None:
 
 async def test_400_fails_at_once_naming_status_and_sink(pagerduty: Any) -> None:
     invalid = {"status": "invalid event", "message": "Event object is invalid", "errors": ["bad key"]}
-    sink, server = pagerduty(Script(then=json_reply(400, invalid)))
+    sink, server = pagerduty(Receiver(then=json_reply(400, invalid)))
     with pytest.raises(SinkError) as caught:
         await sink.deliver(page())
     assert len(server.requests) == 1
@@ -279,7 +262,7 @@ async def test_a_timeout_is_retried(pagerduty: Any) -> None:
         released.wait(30)  # answers only once the test is over: the sink must not wait for it
         return ACCEPTED
 
-    sink, server = pagerduty(Script(stuck), timeout_s=0.15)
+    sink, server = pagerduty(Receiver(stuck), timeout_s=0.15)
     try:
         await asyncio.wait_for(sink.deliver(page()), 20)
     finally:
@@ -290,7 +273,7 @@ async def test_a_timeout_is_retried(pagerduty: Any) -> None:
 async def test_a_refused_connection_is_retried_then_reported(
     make_sinks: Callable[..., dict[str, Sink]], secret: Callable[[str, str], Path]
 ) -> None:
-    with serving(Script()) as gone:
+    with serving(Receiver()) as gone:
         url = gone.url  # a loopback port nothing listens on any more
     cfg = {"type": "pagerduty", "routing_key_file": str(secret("k", ROUTING_KEY)), "url": url, **FAST}
     sink = make_sinks({"pd": {**cfg, "attempts": 2}})["pd"]
@@ -318,11 +301,11 @@ def test_retry_after_values() -> None:
 
 
 async def test_slack_message_and_resolution(
-    receiver: Callable[[Script], RecordingServer],
+    receiver: Callable[[Receiver], RecordingServer],
     make_sinks: Callable[..., dict[str, Sink]],
     secret: Callable[[str, str], Path],
 ) -> None:
-    server = receiver(Script(then=(200, {"content-type": "text/plain"}, b"ok")))
+    server = receiver(Receiver(then=(200, {"content-type": "text/plain"}, b"ok")))
     hook = secret("slack-url", f"{server.url}/services/T000/B000/XXXX\n")
     sink = make_sinks({"team-slack": {"type": "slack", "webhook_url_file": str(hook), **FAST}})["team-slack"]
 
@@ -341,11 +324,11 @@ async def test_slack_message_and_resolution(
 
 
 async def test_slack_4xx_is_not_retried(
-    receiver: Callable[[Script], RecordingServer],
+    receiver: Callable[[Receiver], RecordingServer],
     make_sinks: Callable[..., dict[str, Sink]],
     secret: Callable[[str, str], Path],
 ) -> None:
-    server = receiver(Script(then=(404, {"content-type": "text/plain"}, b"no_service")))
+    server = receiver(Receiver(then=(404, {"content-type": "text/plain"}, b"no_service")))
     hook = secret("slack-url", f"{server.url}/services/secret-part")
     sink = make_sinks({"s": {"type": "slack", "webhook_url_file": str(hook), **FAST}})["s"]
     with pytest.raises(
@@ -357,11 +340,11 @@ async def test_slack_4xx_is_not_retried(
 
 
 async def test_webhook_body_and_bearer_token(
-    receiver: Callable[[Script], RecordingServer],
+    receiver: Callable[[Receiver], RecordingServer],
     make_sinks: Callable[..., dict[str, Sink]],
     secret: Callable[[str, str], Path],
 ) -> None:
-    server = receiver(Script(then=(204, {}, b"")))
+    server = receiver(Receiver(then=(204, {}, b"")))
     token = secret("hook-token", "s3cr3t-token\n")
     sinks = make_sinks(
         {

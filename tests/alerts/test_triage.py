@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import copy
 import json
 import time
 import uuid
@@ -15,249 +14,33 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from app.alerts.main import create_router_app
 from app.alerts.policy import Policy
-from app.alerts.records import Alert, Page
 from app.alerts.settings import AlertRouterSettings
-from app.alerts.sinks import SinkError
 from app.alerts.store import GcsStore, MemoryStore, ObjectStore
 from app.core.errors import EngineUnavailable
 from app.gateway.decisions.calibration_file import Calibration, Fit
-from app.gateway.main import create_app
-from app.jev.client import JevClient
-from app.jev.wire import ReadPolicy, SystemOneResponse
-from tests.helpers.gateway import ScriptedEngine, gateway_settings
+from app.jev.wire import ReadPolicy
+from tests.helpers.alerts import (
+    DATA,
+    ROUTER_POLICY,
+    CountingGateway,
+    Stack,
+    StackFactory,
+    router_policy,
+    router_stacks,
+    write_policy,
+)
 
 pytestmark = pytest.mark.inprocess
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"
-
-POLICY = """
-fallback_route = "oncall"
-
-[thresholds]
-page = 0.7
-uncertain = 0.4
-ticket = 0.15
-page_severity = "critical"
-team_confidence = 0.5
-
-[floor]
-actions = {}  # the sample alerts say severity=critical: here the thresholds alone decide
-
-[questions]
-page = "Wake someone now?"
-team = "Which team owns it?"
-severity = "How severe?"
-
-[severity]
-levels = ["info", "warning", "error", "critical"]
-
-[teams.database]
-description = "databases"
-route = "database"
-
-[teams.network]
-description = "networks"
-route = "network"
-
-[routes.database]
-page = ["db-pager", "db-chat"]
-ticket = ["tickets"]
-drop = true
-
-[routes.network]
-page = ["net-pager"]
-ticket = ["tickets"]
-
-[routes.oncall]
-page = ["oncall-pager"]
-
-[sinks.db-pager]
-type = "console"
-[sinks.db-chat]
-type = "console"
-[sinks.net-pager]
-type = "console"
-[sinks.tickets]
-type = "console"
-[sinks.oncall-pager]
-type = "console"
-"""
-
-
-class Verdicts(ScriptedEngine):
-    """The scripted engine, answering per alert title: (p(page), p(database), severity level).
-    An unknown title is a test mistake and fails loudly."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.verdicts: dict[str, tuple[float, float, str]] = {}
-        self.health_checks = 0  # the gateway's /readyz asks this
-        self.asked: list[str] = []  # the alert title of each read
-
-    async def healthy(self) -> bool:
-        self.health_checks += 1
-        return await super().healthy()
-
-    def _answer(self, body: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
-        self.asked.append(json.loads(body["state"])["alert"])
-        (title,) = [t for t in self.verdicts if json.loads(body["state"])["alert"] == t]
-        p_page, p_db, level = self.verdicts[title]
-        answers = {}
-        for name, q in body["questions"].items():
-            if q["type"] == "noul" or set(q.get("criteria", ())) <= {"yes", "no"}:
-                probs = {"yes": p_page, "no": 1 - p_page}  # a noul re-read as lettered options too
-            elif q["type"] == "choice":
-                probs = {"database": p_db, "network": 1 - p_db}
-            else:  # score: the levels in the order this read shows them
-                probs = {str(j): 0.97 if d == level else 0.01 for j, d in enumerate(q["criteria"])}
-            total = sum(probs.values())
-            answers[name] = {"type": q["type"], "probabilities": {k: v / total for k, v in probs.items()}}
-        usage = {"input_tokens": 10, "output_tokens": len(answers)}
-        diagnostics = {name: {"label_mass": 0.9} for name in answers}
-        return {"answers": answers, "diagnostics": diagnostics, "usage": usage}
-
-
-class Recorder:
-    """A sink that records deliveries; `fail` more of them raise SinkError first."""
-
-    kind = "recorder"
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.pages: list[Page] = []
-        self.resolved: list[Alert] = []
-        self.fail = 0
-        self.attempts = 0
-
-    async def deliver(self, page: Page) -> None:
-        self.attempts += 1
-        if self.fail:
-            self.fail -= 1
-            raise SinkError(self.name, "recorder", "HTTP 500", attempts=3, status=500, retryable=True)
-        self.pages.append(page)
-
-    async def resolve(self, alert: Alert) -> None:
-        self.resolved.append(alert)
-
-    async def aclose(self) -> None:
-        pass
-
-
-class CountingGateway(JevClient):
-    """The real client, counting its decisions in flight."""
-
-    in_flight = peak = 0
-
-    async def response(self, request: Any) -> SystemOneResponse:
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            return await super().response(request)
-        finally:
-            self.in_flight -= 1
-
-
-class Stack:
-    def __init__(self, engine: Verdicts, sinks: dict[str, Recorder], client: httpx.AsyncClient, app: Any):
-        self.engine, self.sinks, self.client, self.app = engine, sinks, client, app
-        self.router = app.state.triage
-
-    def pages(self, sink: str) -> list[Page]:
-        return self.sinks[sink].pages
-
-    def delivered(self) -> dict[str, int]:
-        """Pages per sink that got any."""
-        return {name: len(s.pages) for name, s in self.sinks.items() if s.pages}
-
-    async def fire(
-        self,
-        *alerts: tuple[str, str],
-        source: str = "alertmanager",
-        starts_at: str | None = None,
-        **headers: str,
-    ) -> httpx.Response:
-        """An Alertmanager group of firing alerts (title, fingerprint)."""
-        body = group(*alerts, starts_at=starts_at)
-        return await self.client.post(f"/v1/alerts/{source}", json=body, headers=headers)
-
-    async def resolve(self, *alerts: tuple[str, str]) -> httpx.Response:
-        return await self.client.post("/v1/alerts/alertmanager", json=group(*alerts, status="resolved"))
-
-
-def group(*alerts: tuple[str, str], status: str = "firing", starts_at: str | None = None) -> dict[str, Any]:
-    payload: dict[str, Any] = json.loads((DATA / "alertmanager_firing.json").read_text())
-    template = payload["alerts"][0]
-    payload["alerts"] = []
-    for title, fingerprint in alerts:
-        a = copy.deepcopy(template)
-        a.update(status=status, fingerprint=fingerprint)
-        if starts_at is not None:  # a new episode of the alert (Alertmanager: a re-fire's new start)
-            a["startsAt"] = starts_at
-        a["labels"]["alertname"] = title
-        payload["alerts"].append(a)
-    payload["status"] = status
-    return payload
-
-
-StackFactory = Callable[..., Stack]
 
 
 @pytest.fixture
 async def make_stack(tmp_path: Path) -> AsyncIterator[StackFactory]:
-    made: list[Stack] = []
-    policy_file = tmp_path / "policy.toml"
-    policy_file.write_text(POLICY)
-
-    def make(
-        *,
-        gateway_keys: str | None = None,
-        gateway_class: type = JevClient,
-        gateway_overrides: dict[str, Any] | None = None,
-        store: ObjectStore | None = None,
-        sinks: dict[str, Recorder] | None = None,
-        **overrides: Any,
-    ) -> Stack:
-        """A router (`store`: its ledger's, shared with another router; `sinks`: shared too)."""
-        engine = Verdicts()
-        gw_overrides = {"api_keys": gateway_keys, "allow_any_key": False} if gateway_keys else {}
-        gw_overrides.update(gateway_overrides or {})
-        gateway_app = create_app(gateway_settings(**gw_overrides), engine=engine)
-        gateway = gateway_class(
-            "http://gateway", api_key="router-key", transport=httpx.ASGITransport(app=gateway_app)
-        )
-        values: dict[str, Any] = {
-            "alerts_policy_file": policy_file,
-            "alerts_allow_open_senders": True,
-            "alerts_decision_budget_s": 2.0,
-            **overrides,
-        }
-        sinks = sinks or {
-            name: Recorder(name) for name in ("db-pager", "db-chat", "net-pager", "tickets", "oncall-pager")
-        }
-        app = create_router_app(
-            AlertRouterSettings(**values),
-            policy=Policy.load(policy_file),
-            gateway=gateway,
-            sinks=dict(sinks),
-            store=store,
-        )
-        app.state.triage.retry_base_s = 0.02
-        client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://router", timeout=30
-        )
-        made.append(Stack(engine, sinks, client, app))
-        return made[-1]
-
-    yield make
-    for stack in made:
-        await stack.router.aclose()
-        await stack.client.aclose()
-        await stack.router.gateway.aclose()
+    async with router_stacks(write_policy(tmp_path, ROUTER_POLICY)) as make:
+        yield make
 
 
 async def test_the_thresholds_meet_the_gateways_calibrated_probabilities(
@@ -359,8 +142,7 @@ async def test_each_alert_goes_to_the_route_of_its_likeliest_team(make_stack: St
 async def test_below_team_confidence_the_fallback_route_gets_it(
     make_stack: StackFactory, tmp_path: Path
 ) -> None:
-    policy = tmp_path / "strict.toml"
-    policy.write_text(POLICY.replace("team_confidence = 0.5", "team_confidence = 0.8"))
+    policy = write_policy(tmp_path / "strict.toml", router_policy({"team_confidence": 0.8}))
     s = make_stack(alerts_policy_file=policy)
     s.router.policy = Policy.load(policy)
     s.engine.verdicts["Flap"] = (0.9, 0.7, "error")
@@ -847,8 +629,7 @@ async def test_sender_credentials_are_checked(make_stack: StackFactory) -> None:
 
 
 async def test_a_source_without_credentials_is_refused_at_start(tmp_path: Path) -> None:
-    policy = tmp_path / "policy.toml"
-    policy.write_text(POLICY)
+    policy = write_policy(tmp_path, ROUTER_POLICY)
     with pytest.raises(Exception, match="no credential for alertmanager"):
         create_router_app(AlertRouterSettings(alerts_policy_file=policy), sinks={})
 
@@ -972,8 +753,7 @@ action = "page"
 async def test_a_rule_that_never_classifies_never_asks_and_a_rule_action_wins(
     make_stack: StackFactory, tmp_path: Path
 ) -> None:
-    policy = tmp_path / "ruled.toml"
-    policy.write_text(POLICY + RULED)
+    policy = write_policy(tmp_path / "ruled.toml", ROUTER_POLICY + RULED)
     s = make_stack(alerts_policy_file=policy, alerts_audit_file=tmp_path / "audit.jsonl")
     s.router.policy = Policy.load(policy)
     s.engine.verdicts["Quiet"] = (0.01, 0.95, "info")  # Watchdog has no verdict: asking it would fail

@@ -40,66 +40,28 @@ from evals.alerts.score import (
     toml_lines,
 )
 from evals.errors import LabelledFileError
+from tests.helpers.alerts import policy_toml, write_policy
 from tests.helpers.gateway import ScriptedEngine, gateway_settings, serving
 
 # The policy of these tests (the default one is the kit's, and changes with it).
-POLICY_TOML = """
-fallback_route = "oncall"
-
-[thresholds]
-page = 0.7
-uncertain = 0.4
-ticket = 0.15
-page_severity = "critical"
-team_confidence = 0.5
-
-[questions]
-page = "Should on-call be woken up now?"
-team = "Which team owns it?"
-severity = "How severe is it?"
-
-[severity]
-levels = ["info", "warning", "error", "critical"]
-
-[teams.database]
-description = "databases"
-route = "database"
-
-[teams.network]
-description = "networks"
-route = "network"
-
-[teams.application]
-description = "applications"
-route = "application"
-
-[routes.database]
-page = ["console"]
-ticket = ["console"]
-
-[routes.network]
-page = ["console"]
-ticket = ["console"]
-
-[routes.application]
-page = ["console"]
-ticket = ["console"]
-
-[routes.oncall]
-page = ["console"]
-ticket = ["console"]
-
-[sinks.console]
-type = "console"
-"""
+POLICY_TOML = policy_toml(
+    teams={"database": "database", "network": "network", "application": "application"},
+    routes={
+        route: {"page": ["console"], "ticket": ["console"]}
+        for route in ("database", "network", "application", "oncall")
+    },
+    questions={
+        "page": "Should on-call be woken up now?",
+        "team": "Which team owns it?",
+        "severity": "How severe is it?",
+    },
+)
 LEVELS = ["info", "warning", "error", "critical"]
 
 
 @pytest.fixture(scope="module")
 def policy_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("policy") / "policy.toml"
-    path.write_text(POLICY_TOML)
-    return path
+    return write_policy(tmp_path_factory.mktemp("policy"), POLICY_TOML)
 
 
 @pytest.fixture(scope="module")

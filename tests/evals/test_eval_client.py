@@ -1,6 +1,6 @@
 """`dgemma eval` against the real gateway app over the scripted engine: the request fan-out per
 policy and order, the reduction, the outputs and the exit codes. The stand-in's numbers mean
-nothing; tests/deploy/test_toy_model.py scores the trained toy on the real engine."""
+nothing; tests/deploy/models/test_toy_model.py scores the trained toy on the real engine."""
 
 from __future__ import annotations
 

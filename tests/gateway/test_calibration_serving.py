@@ -1,7 +1,7 @@
 """The gateway serving a calibration file, and `dgemma calibrate` writing one, over the scripted
 engine: which answers are scaled, that re-read decisions see calibrated probabilities, the refusal
 of a mismatched file at start, and the command's outputs. The stand-in's numbers mean nothing;
-tests/deploy/test_toy_model.py calibrates the trained toy on the real engine."""
+tests/deploy/models/test_toy_model.py calibrates the trained toy on the real engine."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 every webhook, the nasty bodies, overload at 2x and 5x the measured capacity, a slow engine, and the
 run's credentials searched for in every log and recorded response. The same steps and the same
 verdict as the full run, at sizes bounded for CI (SIGTERM and the engine's death are proven by
-tests/deploy/test_supervisor.py and test_drain.py here, measured by the full run)."""
+tests/deploy/runtime/test_supervisor.py and test_drain.py here, measured by the full run)."""
 
 from __future__ import annotations
 

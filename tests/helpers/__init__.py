@@ -1,1 +1,1 @@
-"""Shared test code, by room: `gateway`, `deploy`, `terraform` (fixtures are in tests/fixtures/)."""
+"""Shared test code, by room: `gateway`, `alerts`, `deploy`, `terraform` (fixtures are in tests/fixtures/)."""

@@ -1,5 +1,5 @@
 """Draws of deploy/models/scripts/alert_corpus, reduced to hashes: the proof that a refactoring of the
-generator is behaviour-neutral (tests/deploy/test_alert_corpus_oracle.py compares them with the
+generator is behaviour-neutral (tests/deploy/models/test_alert_corpus_oracle.py compares them with the
 recording in tests/data/alert_corpus_oracle.json).
 
     PYTHONPATH=. .venv/bin/python -m tests.helpers.corpus_oracle   # re-record (only on purpose)

@@ -101,6 +101,19 @@ def test_tests_mirror_the_rooms() -> None:
     assert not rooms & {"unit", "app", "integration"}, "tiers are markers, not folders"
 
 
+def test_deploy_tests_stay_cut_by_room() -> None:
+    """tests/deploy/ holds a folder per room of deploy/ (`cli` for deploy/cli.py and its commands),
+    and no test file directly under it."""
+    tests = ROOT / "tests" / "deploy"
+    loose = sorted(
+        p.name for p in tests.iterdir() if p.is_file() and p.suffix == ".py" and p.name != "__init__.py"
+    )
+    assert not loose, f"tests/deploy/ holds {loose}: move each into the folder of its room"
+    rooms = {p.name for p in (ROOT / "deploy").iterdir() if (p / "__init__.py").exists()} | {"cli"}
+    folders = {p.name for p in tests.iterdir() if (p / "__init__.py").exists()}
+    assert folders <= rooms, f"tests/deploy/ folders that are no room of deploy/: {sorted(folders - rooms)}"
+
+
 def test_harnesses_stay_out_of_the_package_and_the_image() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     packages = project["tool"]["setuptools"]["packages"]["find"]["include"]

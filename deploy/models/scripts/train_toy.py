@@ -26,7 +26,7 @@ are ~4x shorter than in bytes), config, bf16 weights (the decoder copy, as tiny_
 them), train_log.json (loss and accuracy per read kind, dev accuracy per question of each task,
 timings, weight hash), README.md and manifest.json (the kit's checkpoint manifest,
 deploy/runtime/weights.py, which `dgemma dev` verifies it against). The same arguments and thread
-count give the same weights (MKL is kept to one thread for that).
+count give the same tokenizer and the same weights up to float rounding (see MKL_NUM_THREADS below).
 
 Each example is one per-question read rendered as vLLM 0.32's DiffusionGemmaCanvasStrategy does:
 the state as text (a string as it is, anything else `json.dumps(state, ensure_ascii=False)`, as the
@@ -58,6 +58,9 @@ from typing import Any
 # MKL's own threads split some products differently from one process to the next (measured: about
 # 1 process in 20 read different last bits at the first step, on 2 threads); torch's threads stay.
 # One MKL thread made 60 of 60 processes agree, at no measurable cost (wall ratio 0.99 on 60 steps).
+# But torch.set_num_threads(--threads), in main(), sets MKL's threads too (torch 2.13:
+# mkl_get_max_threads() is 1 before it and 2 after), so the runs are the same up to float rounding,
+# not always to the byte (tests/deploy/models/test_toy_model.py compares them so).
 os.environ["MKL_NUM_THREADS"] = "1"
 # The scripts beside this one, and the checkout's root: alert_corpus imports the kit's
 # standard-library modules (option orders, the alert state, Go's printing) rather than copying them.

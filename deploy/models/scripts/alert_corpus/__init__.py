@@ -27,7 +27,7 @@ webhook v4, Grafana webhook, Cloud Monitoring incident: the shapes of tests/data
 app/alerts/formats.py), and with it the `state` that `Alert.state()` builds from that payload
 (app/alerts/records.py, and formats.py's merging of Cloud Monitoring's labels, its policy severity
 among them), so that training needs none of the kit's third-party dependencies; the kit's test
-(tests/deploy/test_alert_corpus.py) checks the two agree. Prometheus-style rules are written as
+(tests/deploy/models/test_alert_corpus.py) checks the two agree. Prometheus-style rules are written as
 people write them: plain sentences, short summaries ("Postgresql down (instance pg-1:9187)"), and
 the widely copied community template ("<sentence>\n  VALUE = {{ $value }}\n  LABELS = {{ $labels }}",
 in Go's float and map printing).

@@ -13,7 +13,7 @@ from dockerfile_parse import DockerfileParser
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +179,8 @@ def test_runtime_stays_the_default_target(instructions: list[dict[str, str]]) ->
 
 def test_cloud_build_builds_both_images_in_one_build() -> None:
     build = yaml.safe_load((ROOT / "cloudbuild.yaml").read_text())
-    steps = {s["id"]: s for s in build["steps"]}  # and the audit before them: tests/deploy/test_audit_step.py
+    # and the audit before them: tests/deploy/cloud/test_audit_step.py
+    steps = {s["id"]: s for s in build["steps"]}
     gpu, router = steps["build"], steps["build-router"]
     # The GPU image as before: the default target, baked weights through the build's network.
     assert "--target" not in gpu["args"]

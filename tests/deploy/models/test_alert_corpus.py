@@ -194,7 +194,7 @@ def test_states_decide_severity_with_shared_words_and_balanced_answers() -> None
     assert (owner["zookeeper"], owner["keycloak"], owner["kafka"]) == ("application",) * 3
 
 
-PUBLIC_SET = Path(__file__).resolve().parents[2] / "evals" / "alerts" / "awesome-prometheus-alerts.jsonl"
+PUBLIC_SET = Path(__file__).resolve().parents[3] / "evals" / "alerts" / "awesome-prometheus-alerts.jsonl"
 
 
 def test_the_catalogue_the_toy_trains_on_shares_no_rule_with_the_eval() -> None:

@@ -18,7 +18,7 @@ from deploy.runtime.settings import EngineSettings
 from deploy.runtime.supervisor import engine_command
 from tests.helpers.deploy import fake_nvidia_smi
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ENGINE_PY = str(ROOT / ".venv-engine/bin/python")
 SCRIPT = str(ROOT / "tests/engine_scripts/sampler_selection.py")
 

@@ -40,8 +40,8 @@ from tests.helpers.deploy import fake_nvidia_smi
 
 pytestmark = pytest.mark.unit
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DATA = Path(__file__).resolve().parents[2] / "data" / "gpu"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def test_the_default_plan_is_todays_settings_against_vllms_defaults_twice() -> None:

@@ -141,5 +141,5 @@ def test_the_served_model_is_the_dockerfiles_first_setting() -> None:
     assert served_model(text) == "gemma-x-w4a16"
     with pytest.raises(ConfigError, match="sets no DGEMMA_SERVED_MODEL"):
         served_model("ENV DGEMMA_A=1\n")
-    dockerfile = Path(__file__).resolve().parents[2] / "Dockerfile"
+    dockerfile = Path(__file__).resolve().parents[3] / "Dockerfile"
     assert image_served_model() == served_model(dockerfile.read_text()) != ""

@@ -1,6 +1,6 @@
 """The engine's compile cache: its key, restore (miss, corrupt, unsafe), save, and the supervisor's use
 of it (the engine's env, the retry without cache), against a local-directory store. The Cloud Storage
-store, create-only against the emulator, is in tests/deploy/test_compile_cache_gcs.py."""
+store, create-only against the emulator, is in tests/deploy/runtime/test_compile_cache_gcs.py."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from tests.helpers.deploy import fake_nvidia_smi
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ARGV = ["vllm", "serve", "/weights", "--host", "127.0.0.1", "--port", "8100", "--max-num-seqs", "32"]
 VERSIONS = {"python": "3.12.3", "vllm": "0.32.0", "torch": "2.9.0", "triton": "3.5.0"}
 CONFIG = b'{"model_type": "diffusion_gemma", "hidden_size": 2816}'

@@ -17,7 +17,7 @@ from deploy.runtime.supervisor import parse_vllm_line
 
 pytestmark = pytest.mark.unit
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
+DATA = Path(__file__).resolve().parents[2] / "data" / "gpu"
 
 
 def relayed(path: Path) -> list[tuple[float, str]]:

@@ -18,7 +18,7 @@ from loadtest.gate import GateError, GateProfile, ProfileError
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OURS = ("app", "deploy", "evals", "loadtest")
 
 

@@ -14,7 +14,7 @@ from devtools.coldstart import parse_start
 
 pytestmark = pytest.mark.unit
 
-REPORT = Path(__file__).resolve().parents[2] / "docs" / "cold-start-h200"
+REPORT = Path(__file__).resolve().parents[3] / "docs" / "cold-start-h200"
 
 
 def test_a_start_takes_its_options() -> None:

@@ -21,7 +21,7 @@ from deploy.runtime.settings import EngineSettings
 from deploy.runtime.supervisor import Child, engine_command
 from devtools.stack import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ENGINE_PY = str(ROOT / ".venv-engine/bin/python")
 TINY = ROOT / ".cache/model"
 # RTN int4 with a group scale: uniform rounding noise of +-scale/2, scale = absmax / 7.5 per group.

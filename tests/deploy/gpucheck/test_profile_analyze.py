@@ -14,7 +14,7 @@ from devtools import profile_analyze
 
 pytestmark = pytest.mark.unit
 
-REPORT = Path(__file__).resolve().parents[2] / "docs" / "throughput-h200"
+REPORT = Path(__file__).resolve().parents[3] / "docs" / "throughput-h200"
 
 
 def test_the_committed_tables_are_what_the_analyzer_makes_of_the_committed_profiles(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from packaging.utils import canonicalize_name
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXCEPTIONS = "requirements/audit-exceptions.txt"
 VULN_ID = re.compile(r"(GHSA(-[0-9a-z]{4}){3}|PYSEC-\d{4}-\d+|CVE-\d{4}-\d+|OSV-\d{4}-\d+)")
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.test_gpu_check_fake_host import checkpoint, gpu_host  # noqa: F401  (fixtures)
+from tests.deploy.gpucheck.test_gpu_check_fake_host import checkpoint, gpu_host  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _arms(env: dict[str, str], model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
