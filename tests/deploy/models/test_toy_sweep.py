@@ -21,7 +21,7 @@ from devtools.toy_sweep import TRAIN_TOY, SweepError, command, load_sweep, main,
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RESULTS = ROOT / "evals" / "alerts" / "results"
 SWEEPS = ("toy-sweep-2026-12-02", "toy-sweep-catalogue")
 
