@@ -191,18 +191,14 @@ class Gcloud:
         done = self.shell.run(access_latest(self.cfg, secret), reads="the API keys", check=False)
         return [line.strip() for line in done.stdout.splitlines() if line.strip()] if done.code == 0 else []
 
+    def _versions(self, secret: str, *flags: str) -> list[str]:
+        """`gcloud secrets versions list` of `secret`, by name."""
+        argv = ["gcloud", "secrets", "versions", "list", secret, f"--project={self.cfg.project}"]
+        return [*argv, *flags, "--format=value(name)"]
+
     def older_versions(self, secret: str) -> list[str]:
         """The numbers of the secret's enabled versions but the newest (in a dry run, a placeholder)."""
-        argv = [
-            "gcloud",
-            "secrets",
-            "versions",
-            "list",
-            secret,
-            f"--project={self.cfg.project}",
-            "--filter=state:enabled",
-            "--format=value(name)",
-        ]
+        argv = self._versions(secret, "--filter=state:enabled")
         done = self.shell.run(argv, reads=f"the enabled versions of {secret}")
         if self.shell.dry_run:
             return ["<each older version>"]
@@ -217,17 +213,9 @@ class Gcloud:
     def secret_has_version(self, secret: str) -> bool | None:
         """Whether the secret has a version; None when the secret does not exist (yet). In a dry run,
         False: the plan shows what a first deploy would add."""
-        argv = [
-            "gcloud",
-            "secrets",
-            "versions",
-            "list",
-            secret,
-            f"--project={self.cfg.project}",
-            "--limit=1",
-            "--format=value(name)",
-        ]
-        done = self.shell.run(argv, reads=f"whether {secret} has a version", check=False)
+        done = self.shell.run(
+            self._versions(secret, "--limit=1"), reads=f"whether {secret} has a version", check=False
+        )
         if self.shell.dry_run:
             return False
         if done.code != 0:
