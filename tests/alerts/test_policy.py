@@ -13,6 +13,7 @@ from app.alerts.policy import Policy, PolicyError
 from app.alerts.records import Alert
 from app.alerts.settings import DEFAULT_POLICY
 from app.alerts.sinks.config import PagerDutyConfig
+from tests.helpers.alerts import RULES
 
 pytestmark = pytest.mark.unit
 
@@ -93,30 +94,6 @@ def test_the_default_policy_never_drops_and_a_source_critical_alert_pages(policy
     # The fallback and shadow pages carry the sender's severity when it is one of the levels.
     assert policy.fallback(critical, "down").severity == "critical"
     assert policy.as_sent(critical).severity == "critical" and policy.as_sent(ALERT).severity == "error"
-
-
-RULES = """
-[[rules]]
-name = "payments-always-page"
-matchers = ['service="payments"', 'env!="staging"']
-action = "page"
-
-[[rules]]
-name = "watchdog"
-matchers = ['alertname=~"Watch.*"']
-action = "drop"
-classify = false
-
-[[rules]]
-name = "noisy-critical"
-matchers = ['alertname="FlappyCritical"']
-action = "ticket"
-
-[[rules]]
-name = "pg-is-database"
-matchers = ['job=~"postgres|pgbouncer"']
-team = "database"
-"""
 
 
 @pytest.fixture(scope="module")

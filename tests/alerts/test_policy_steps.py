@@ -33,37 +33,20 @@ from app.alerts.rules import at_least
 from app.alerts.settings import DEFAULT_POLICY
 from app.alerts.store import MemoryStore
 from app.jev.wire import SystemOneResponse
+from tests.helpers.alerts import RULES as BASE_RULES
 
 pytestmark = pytest.mark.unit
 
-RULES = """
-[[rules]]
-name = "payments-always-page"
-matchers = ['service="payments"', 'env!="staging"']
-action = "page"
-
-[[rules]]
-name = "watchdog"
-matchers = ['alertname=~"Watch.*"']
-action = "drop"
-classify = false
-
-[[rules]]
-name = "noisy-critical"
-matchers = ['alertname="FlappyCritical"']
-action = "ticket"
-
-[[rules]]
-name = "pg-is-database"
-matchers = ['job=~"postgres|pgbouncer"']
-team = "database"
-
+RULES = (
+    BASE_RULES
+    + """
 [[rules]]
 name = "edge-is-network-and-pages"
 matchers = ['job="edge"']
 team = "network"
 action = "page"
 """
+)
 DATABASE_ROUTE = '[routes.database]\npage = ["console"]\nticket = ["console"]'
 
 

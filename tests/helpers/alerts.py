@@ -42,6 +42,31 @@ THRESHOLDS: dict[str, Any] = {
 LEVELS = ("info", "warning", "error", "critical")
 
 
+# Rules of the policy tests: a page by label, a drop without classifying, a ticket, a team by job.
+RULES = """
+[[rules]]
+name = "payments-always-page"
+matchers = ['service="payments"', 'env!="staging"']
+action = "page"
+
+[[rules]]
+name = "watchdog"
+matchers = ['alertname=~"Watch.*"']
+action = "drop"
+classify = false
+
+[[rules]]
+name = "noisy-critical"
+matchers = ['alertname="FlappyCritical"']
+action = "ticket"
+
+[[rules]]
+name = "pg-is-database"
+matchers = ['job=~"postgres|pgbouncer"']
+team = "database"
+"""
+
+
 def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
