@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 from deploy.cloud.config import ROOT, SENDERS, DeployConfig
@@ -157,20 +158,23 @@ class Terraform:
         # own, and the packages cannot be fetched here to compute them (no registry offline).
         self.run("init", "-input=false", "-no-color")
 
+    def _variables(self, variables: dict[str, Any], note: str) -> Path:
+        """The variables file a command reads (the one the user can read too), and why it runs."""
+        path = self.dir / "terraform.tfvars.json"
+        self.shell.write(path, json.dumps(variables, indent=2) + "\n")
+        self.shell.note(note)
+        return path
+
     def apply(self, variables: dict[str, Any], why: str, *, targets: tuple[str, ...] = ()) -> None:
         """Write the phase's variables (the file the user can read) and apply them (only `targets`,
         when given)."""
-        path = self.dir / "terraform.tfvars.json"
-        self.shell.write(path, json.dumps(variables, indent=2) + "\n")
-        self.shell.note(f"terraform apply: {why}")
+        path = self._variables(variables, f"terraform apply: {why}")
         chosen = [f"-target={t}" for t in targets]
         self.run("apply", "-input=false", "-no-color", "-auto-approve", *chosen, f"-var-file={path}")
 
     def plan(self, variables: dict[str, Any], why: str) -> str:
         """Terraform's plan for these variables, changing nothing (its text, also printed)."""
-        path = self.dir / "terraform.tfvars.json"
-        self.shell.write(path, json.dumps(variables, indent=2) + "\n")
-        self.shell.note(f"terraform plan: {why}")
+        path = self._variables(variables, f"terraform plan: {why}")
         return self.run("plan", "-input=false", "-no-color", f"-var-file={path}", reads="the plan").stdout
 
     def outputs(self) -> dict[str, Any]:

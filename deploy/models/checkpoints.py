@@ -45,3 +45,16 @@ def random_checkpoint(
     seal(out)
     summary["seal_seconds"] = round(time.monotonic() - started, 1)
     return summary
+
+
+def check_quantize_source(src: Path, engine_python: Path) -> None:
+    """What would otherwise fail after minutes of work, or as a traceback: said first, on one line."""
+    if not (src / "config.json").is_file():
+        raise ConfigError(f"{src} is not a checkpoint: no config.json (the bf16 model, as downloaded)")
+    if not any(src.glob("*.safetensors")):
+        raise ConfigError(f"{src} holds no .safetensors files")
+    if not engine_python.is_file():
+        raise ConfigError(
+            f"no engine python at {engine_python} (DGEMMA_ENGINE_PYTHON; relative to where you run): "
+            "run from the checkout after `make engine-env`, or set it"
+        )
