@@ -2,6 +2,7 @@
 README says how they were run).
 
     python3 -m devtools.coldstart_analyze DIR    # DIR/starts/*.tgz in; DIR/summary.md, timeline-*.txt out
+    python3 -m devtools.coldstart_analyze --arms OUT.md ARMS.tar.gz...   # engine arms' starts
 
 Per start, from its run.log (seconds from the spawn of `dgemma run`, each line as it arrived): the
 moments that vLLM's and the supervisor's lines mark, and the phases between them; with procs.tsv,
@@ -95,7 +96,8 @@ def moments(d: Path, start: dict[str, Any], trace: Trace | None) -> dict[str, fl
                 break
     # The engine core's process: first seen in procs.tsv (every 0.25 s), or its first py-spy sample.
     core = _core_pid(start)
-    rows = [r.split("\t") for r in (d / "procs.tsv").read_text().splitlines()[1:]]
+    procs = d / "procs.tsv"  # devtools.coldstart's; an engine arm's start has only its run log
+    rows = [r.split("\t") for r in procs.read_text().splitlines()[1:]] if procs.exists() else []
     seen = [float(r[0]) for r in rows if core is not None and r[1] == str(core)]
     if seen:
         m["core_proc"] = seen[0]
@@ -252,7 +254,8 @@ def cpu_in(d: Path, pid: int | None, t0: float, t1: float) -> float | None:
     """Cores' worth of CPU a process used between t0 and t1 (utime+stime over wall time)."""
     if pid is None:
         return None
-    rows = [r.split("\t") for r in (d / "procs.tsv").read_text().splitlines()[1:]]
+    procs = d / "procs.tsv"  # devtools.coldstart's; an engine arm's start has only its run log
+    rows = [r.split("\t") for r in procs.read_text().splitlines()[1:]] if procs.exists() else []
     pts = [(float(r[0]), float(r[4])) for r in rows if r[1] == str(pid)]
 
     def at(t: float) -> float | None:
@@ -348,8 +351,48 @@ def _f(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def arms_phases(tarballs: list[Path], out_md: Path) -> None:
+    """The phases of every engine arm's start (devtools/engine_arms.py's report tarballs), from their
+    run logs alone (no procs.tsv or py-spy: the engine core's start and its imports are one phase)."""
+    keys = [k for k, _, _ in MOMENTS if k != "core_proc"]
+    labels = {k: label for k, label, _ in MOMENTS}
+    labels["init"] = "API server: config; engine core started, its imports, to 'Initializing'"
+    cols: list[tuple[str, dict[str, float]]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, tgz in enumerate(tarballs):
+            with tarfile.open(tgz) as tar:
+                tar.extractall(Path(tmp) / str(n), filter="data")
+            for log in sorted((Path(tmp) / str(n)).glob("*/[0-9][0-9]-*/run-*.log")):
+                log.rename(log.with_name("run.log"))
+                m = moments(log.parent, {}, None)
+                prev, phases = 0.0, {}
+                for k in keys:
+                    if k in m:
+                        phases[k], prev = m[k] - prev, m[k]
+                phases["_total"] = m.get("ready", 0.0)
+                cols.append((f"{tgz.name.split('.')[0]}/{log.parent.name} ({log.name})", phases))
+    lines = [
+        "# The engine arms' starts, phase by phase (devtools/coldstart_analyze.py --arms; see README.md)",
+        "",
+        "Seconds from the spawn of `dgemma run`, from each start's log. A run's first start of a",
+        "configuration compiles; every later one loads from the shared compile-cache directory.",
+        "",
+        "| phase | " + " | ".join(c for c, _ in cols) + " |",
+        "| --- |" + " ---: |" * len(cols),
+    ]
+    for k in [*keys, "_total"]:
+        label = "**spawn to ready**" if k == "_total" else labels[k]
+        lines.append(f"| {label} | " + " | ".join(_f(ph.get(k), 1) for _, ph in cols) + " |")
+    out_md.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out_md}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    here = Path((argv if argv is not None else sys.argv[1:])[0])
+    args = argv if argv is not None else sys.argv[1:]
+    if args and args[0] == "--arms":  # --arms OUT.md ARMS.tar.gz...
+        arms_phases([Path(a) for a in args[2:]], Path(args[1]))
+        return 0
+    here = Path(args[0])
     out = [
         "# Summary of the starts (written by devtools/coldstart_analyze.py; see README.md)",
         "",

@@ -74,7 +74,8 @@ VLLM_CAPTURE = 512  # vLLM 0.32's own cap on a non-Blackwell GPU (engine_max_cud
 # Today's settings against vLLM's own defaults (what the kit ran before docs/engine-arms-h200), twice.
 DEFAULT_ARMS = (
     "baseline",
-    "vllm-defaults:engine_async_scheduling=true,engine_max_cudagraph_capture_size=0",
+    "vllm-defaults:engine_async_scheduling=true,engine_max_cudagraph_capture_size=0,engine_cudagraph_sizes=vllm,"
+    "engine_multiproc_method=spawn",
     "baseline",
 )
 MAX_REPLICAS = 4
@@ -677,11 +678,17 @@ def _flags_added(report: Report, run: ArmRun) -> str:
     theirs = base.start["engine_argv"]
 
     def pairs(argv: list[str]) -> set[str]:
+        """Each flag with its values (a list of many, such as the graph sizes, shortened)."""
         out, i = set(), 0
         while i < len(argv):
-            takes = i + 1 < len(argv) and argv[i].startswith("--") and not argv[i + 1].startswith("--")
-            out.add(f"{argv[i]} {argv[i + 1]}" if takes else argv[i])
-            i += 2 if takes else 1
+            j = i + 1
+            while argv[i].startswith("--") and j < len(argv) and not argv[j].startswith("--"):
+                j += 1
+            values = argv[i + 1 : j]
+            if len(values) > 4:
+                values = [values[0], values[1], "...", values[-1], f"({len(values)} values)"]
+            out.add(" ".join([argv[i], *values]))
+            i = j
         return out
 
     plus = sorted(pairs(mine) - pairs(theirs) - {a for a in pairs(mine) if a.startswith("--port")})

@@ -36,7 +36,7 @@ COMMON_START = [
         70,
         "projected",
         "measured on an H200: 43 s from the engine's spawn to its engine core (warm start, bytecode "
-        "compiled); more on 8 vCPU",
+        "compiled), 23 s with the engine core forked (docs/cold-start-h200/arms/); more on 8 vCPU",
     ),
 ]
 COMMON_END = [
@@ -47,7 +47,8 @@ COMMON_END = [
         "projected",
         "measured on an H200: 196-239 s (torch.compile 104-127 s), CPU-bound; x1-2 on 8 vCPU. A "
         "revision's later instances restore the first one's compile cache (0.8-1.3 s for 17.4 MB): "
-        "26 s; ready 81-87 s against 320-326 s cold (docs/compile-cache-h200/)",
+        "ready 81-87 s against 320-326 s cold (docs/compile-cache-h200/); with the engine core forked "
+        "and the profile's 75 graph sizes, 65 s against 98-101 s (docs/cold-start-h200/arms/)",
     ),
     StartPhase(
         "warm-up decision, gateway ready",

@@ -358,7 +358,11 @@ STEPS = (
     Step("alert router's secrets: a token for each sender that has none", _router_secrets),
     Step("images: Cloud Build of {r.sha} unless the tags exist (weights mode {r.mode})", _images),
     Step("revision {r.revision}: {r.placement}", _revision),
-    Step("waiting for {r.target} to be ready (cold start)", _ready),
+    Step(
+        "waiting for {r.target} to be ready (a revision's first instance compiles and stores the compile "
+        "cache for the next; no caller's traffic until the gate passes)",
+        _ready,
+    ),
     Step("load-test gate ({r.profile.name}) against the candidate", _gate),
     Step("traffic: 100 % to {r.revision}; the alert router's new image and settings", _traffic),
     Step("alert router: {r.outputs[router_url]}/readyz", _router),

@@ -10,6 +10,8 @@ and Triton key their entries on these themselves: a mismatch recompiles, which i
 
 Layout under the store (`gs://bucket/prefix` or a local directory):
   <key>.json                     the pointer: archive name, sha256, size, the key's inputs
+  <key>.2.json                   the second generation's, saved by the first restored start that
+                                 compiled more (`GENERATIONS`); a start restores the newest
   archives/<sha256>.tar.zst      the caches' four directories, tarred and zstd-compressed
 
 Create-only: the archive is uploaded first under its content hash (resumable above ~8 MiB), then the
@@ -325,6 +327,14 @@ def _scratch(cache_dir: Path) -> Iterator[Path]:
 # -- restore and save ------------------------------------------------------------------------------
 
 
+# A restored start still compiles: the cold start's Dynamo profile (Inductor's dynamo/code_state_*.pkl,
+# written after each compile) makes the next process trace the diffusion sampler with dynamic shapes
+# from the start, a graph the cold start never compiled (10.6-17.5 s of every restored start on an
+# H200; ~5 s once a start had it, docs/cold-start-h200). So the first restored start that adds files
+# saves a second generation; starts restore the newest. Two: the third start compiled nothing more.
+GENERATIONS = 2
+
+
 @dataclass
 class CompileCache:
     """One engine's caches: `cache_dir` locally, under `key` in `store`."""
@@ -333,18 +343,39 @@ class CompileCache:
     cache_dir: Path
     key: str
     inputs: Mapping[str, Any]
+    generation: int = 0  # the stored generation this start restored (0: none)
+    restored_files: int = 0
+
+    def pointer_of(self, generation: int) -> str:
+        return f"{self.key}.json" if generation <= 1 else f"{self.key}.{generation}.json"
 
     @property
     def pointer(self) -> str:
-        return f"{self.key}.json"
+        """The pointer a save writes: the generation after the restored one."""
+        return self.pointer_of(self.generation + 1)
+
+    def files(self) -> int:
+        """The regular files in the four cache directories now."""
+        return sum(1 for sub in CACHE_DIRS for p in (self.cache_dir / sub).rglob("*") if p.is_file())
+
+    def worth_saving(self, outcome: Outcome | None) -> bool:
+        """After a healthy start: a miss, or a restored generation the start added files to."""
+        if outcome == "miss":
+            return True
+        return outcome == "hit" and self.generation < GENERATIONS and self.files() > self.restored_files
 
     def restore(self) -> Outcome:
-        """Empty the cache dirs, then fill them from the store. Never raises."""
+        """Empty the cache dirs, then fill them from the store's newest generation. Never raises."""
         started = time.monotonic()
-        where = f"{self.store.where}/{self.pointer}"
+        where = f"{self.store.where}/{self.pointer_of(1)}"
         try:
             wipe(self.cache_dir)
-            raw = self.store.get(self.pointer)
+            raw = None
+            for generation in range(GENERATIONS, 0, -1):
+                raw = self.store.get(self.pointer_of(generation))
+                if raw is not None:
+                    where = f"{self.store.where}/{self.pointer_of(generation)}"
+                    break
             if raw is None:
                 log.info("compile cache miss: %s", where, extra={"compile_cache_key": self.key})
                 return "miss"
@@ -369,12 +400,14 @@ class CompileCache:
             log.warning("compile cache restore from %s failed (the engine compiles): %r", where, e)
             return "error"
         seconds = time.monotonic() - started
+        self.generation, self.restored_files = generation, files
         log.info(
-            "compile cache hit: %d files, %.1f MB in %.1f s (download %.1f s)",
+            "compile cache hit: %d files, %.1f MB in %.1f s (download %.1f s), generation %d",
             files,
             size / 1e6,
             seconds,
             fetched_s,
+            generation,
             extra={"compile_cache_key": self.key, "restore_bytes": size, "restore_s": round(seconds, 2)},
         )
         return "hit"
@@ -410,7 +443,7 @@ class CompileCache:
             log.info("compile cache %s was saved by another instance first", self.key)
             return False
         log.info(
-            "compile cache saved: %d files, %.1f MB in %.1f s to %s/%s",
+            "compile cache saved: %d files, %.1f MB in %.1f s to %s/%s",  # the generation is in the name
             files,
             size / 1e6,
             seconds,

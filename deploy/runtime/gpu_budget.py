@@ -316,8 +316,13 @@ def vllm_flags(b: Budget, host_gpu_gib: float | None = None) -> list[str]:
 def scheduling_flags(engine: EngineSettings) -> list[str]:
     """How the GPU engine schedules and runs its steps (nothing the memory fit sizes)."""
     flags = ["--async-scheduling" if engine.engine_async_scheduling else "--no-async-scheduling"]
-    if engine.engine_max_cudagraph_capture_size:  # 0: vLLM's own cap
+    sizes = engine.capture_sizes()
+    if sizes:  # vLLM refuses a cap that is not the list's largest size: the list alone says both
+        flags += ["--cudagraph-capture-sizes", *map(str, sizes)]
+    elif engine.engine_max_cudagraph_capture_size:  # 0: vLLM's own cap
         flags += ["--max-cudagraph-capture-size", str(engine.engine_max_cudagraph_capture_size)]
+    if engine.engine_load_format != "auto":
+        flags += ["--load-format", engine.engine_load_format]
     return flags
 
 

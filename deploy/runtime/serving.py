@@ -40,3 +40,16 @@ def graph_capture_size(max_num_seqs: int, canvas: int, max_num_batched_tokens: i
     (2048 at 32 seqs held every step of docs/engine-arms-h200 in graphs), at most vLLM's batch and
     `MAX_GRAPH_TOKENS`."""
     return min(max_num_seqs * 2 * canvas, max_num_batched_tokens, MAX_GRAPH_TOKENS)
+
+
+def canvas_capture_sizes(max_num_seqs: int, canvas: int, cap: int) -> list[int]:
+    """The step sizes worth a CUDA graph under this profile, in place of vLLM's 147 at a 2048 cap
+    (1, 2, 4, then every 8 to 256 and every 16 to the cap; each costs ~0.1 s of every start,
+    docs/cold-start-h200). Steps up to 256 tokens keep vLLM's 8-token spacing (one read's step is
+    ~33 tokens: the latency path); above, every canvas to a full batch of reads (seqs x canvas),
+    then every two canvases to the cap. A step pads to the next size: above 256 tokens by at most a
+    canvas, against vLLM's 16."""
+    small = [size for size in (1, 2, 4, *range(8, 257, 8)) if size <= cap]
+    reads = range(256 + canvas, min(max_num_seqs * canvas, cap) + 1, canvas)
+    mixed = range(max_num_seqs * canvas + 2 * canvas, cap + 1, 2 * canvas)
+    return sorted({*small, *reads, *mixed, cap})

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from app.core.config import KitSettings
-from deploy.runtime.serving import SERVING, graph_capture_size
+from deploy.runtime.serving import SERVING, canvas_capture_sizes, graph_capture_size
 
 # How the image gets its weights (deploy/cloud/host_budget.py sizes each; docs/deploy.md).
 WeightsMode = Literal["baked", "download", "gcs_fuse"]
@@ -77,6 +77,19 @@ class EngineSettings(KitSettings):
     holds a full step of 32 reads (32 x 33 canvas tokens plus new prompt tokens), for 0.6 GiB more
     graph memory than vLLM's 512 and ~10 s more capture at each start (measured on an H200). 0:
     vLLM's own default (512 here)."""
+    engine_cudagraph_sizes: str = "canvas"
+    """Which step sizes vLLM captures as CUDA graphs (GPU), each ~0.1 s of every start: `canvas`, the
+    sizes this profile's steps take, from its seqs, canvas and `engine_max_cudagraph_capture_size`
+    (deploy/runtime/serving.py, `canvas_capture_sizes`: 75 at 32 seqs, canvas 32, 2048); `vllm`,
+    vLLM's own list up to that cap (147 sizes); or the sizes, comma-separated. canvas against vllm on
+    an H200, both forked: PIECEWISE capture 9.1-10.4 s against 17.8-20.2, graphs 0.70 GiB against
+    1.07, the gate's p50 and batch@32 no worse (docs/cold-start-h200/arms)."""
+    engine_multiproc_method: Literal["spawn", "fork"] = "fork"
+    """How vLLM starts its engine core process (GPU; `VLLM_WORKER_MULTIPROC_METHOD`). spawn, vLLM's
+    CLI default, imports vLLM, torch and Inductor a second time in the new process (19-21 s of a
+    restored start on an H200); fork inherits the API server's (1.5-2.0 s; docs/cold-start-h200/arms)."""
+    engine_load_format: Literal["auto", "fastsafetensors", "instanttensor"] = "auto"
+    """vLLM `--load-format` (GPU): how the checkpoint's safetensors are read."""
     engine_canvas: int = Field(32, ge=16)
     """Canvas length vLLM allocates per sequence; its fp32 sampler buffer is seqs x canvas x vocab."""
     engine_prompt_tokens: int = Field(300, ge=16)
@@ -123,6 +136,28 @@ class EngineSettings(KitSettings):
                 return data  # the fields' own validation says what is wrong
             data["engine_max_cudagraph_capture_size"] = graph_capture_size(seqs, canvas, batched)
         return data
+
+    @field_validator("engine_cudagraph_sizes")
+    @classmethod
+    def _graph_sizes(cls, v: str) -> str:
+        if v in ("vllm", "canvas"):
+            return v
+        try:
+            sizes = [int(x) for x in v.split(",")]
+        except ValueError:
+            raise ValueError(f"{v!r}: vllm, canvas, or step sizes in tokens, comma-separated") from None
+        if min(sizes) < 1:
+            raise ValueError(f"{v!r}: a step size is at least 1 token")
+        return ",".join(str(x) for x in sorted(set(sizes)))
+
+    def capture_sizes(self) -> list[int] | None:
+        """The CUDA-graph sizes to ask vLLM for; None: vLLM's own list up to the cap."""
+        if self.engine_cudagraph_sizes == "vllm":
+            return None
+        if self.engine_cudagraph_sizes == "canvas":
+            cap = self.engine_max_cudagraph_capture_size or min(512, self.engine_max_num_batched_tokens)
+            return canvas_capture_sizes(self.engine_max_num_seqs, self.engine_canvas, cap)
+        return [int(x) for x in self.engine_cudagraph_sizes.split(",")]
 
     @model_validator(mode="after")
     def _replicas_on_the_gpu(self) -> EngineSettings:

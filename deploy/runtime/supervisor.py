@@ -269,6 +269,9 @@ def _gpu_command(engine: EngineSettings, common: list[str]) -> tuple[list[str], 
         "HF_HUB_OFFLINE": "1",
         "CUDA_MODULE_LOADING": "LAZY",
         FLASHINFER_SAMPLER_ENV: "0",  # else vLLM's GPU sampler imports FlashInfer, absent here
+        # vLLM's CLI sets spawn only where this is unset; its own reason for spawn (accelerators that
+        # cannot fork) does not hold while the API server has not touched CUDA, as here.
+        "VLLM_WORKER_MULTIPROC_METHOD": engine.engine_multiproc_method,
     }
     return argv, env
 
@@ -409,7 +412,8 @@ class Supervisor:
     def _start_engine(self) -> bool:
         """Restore the compile caches, start the first engine and wait for its health; if it dies
         after a restore, once more with empty caches. Then the other engines, one after the other
-        (they find what the first compiled). Once all are healthy after a miss, save the caches in
+        (they find what the first compiled). Once all are healthy after a miss, or after a restore the
+        start compiled more to (`CompileCache.worth_saving`), save the caches in
         the background. Whether every engine is healthy."""
         cache = outcome = None
         if self.compile_cache_url:
@@ -454,7 +458,7 @@ class Supervisor:
             healthy = self._wait_healthy(child, f"http://127.0.0.1:{port}/health", remaining)
             if healthy and warm_up:
                 self._warm_up(port)
-        if healthy and cache and outcome == "miss":
+        if healthy and cache and cache.worth_saving(outcome):
             # In the background: /readyz must not wait on an upload, and a failed save is only logged.
             threading.Thread(target=cache.save, name="compile-cache-save", daemon=True).start()
         return healthy

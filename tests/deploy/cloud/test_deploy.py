@@ -180,6 +180,8 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
         "terraform apply: the infrastructure",
         "gcloud builds submit",
         "terraform apply: the new revision, at 0 % under the tag candidate",
+        # The revision's first instance compiles and stores the caches before any caller's traffic.
+        "first instance compiles and stores the compile cache",
         "gate on it",
         "terraform apply: the traffic to the new revision",
     ]

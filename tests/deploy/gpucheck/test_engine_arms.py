@@ -51,6 +51,8 @@ def test_the_default_plan_is_todays_settings_against_vllms_defaults_twice() -> N
     assert plan[1].env() == {
         "DGEMMA_ENGINE_ASYNC_SCHEDULING": "true",
         "DGEMMA_ENGINE_MAX_CUDAGRAPH_CAPTURE_SIZE": "0",
+        "DGEMMA_ENGINE_CUDAGRAPH_SIZES": "vllm",
+        "DGEMMA_ENGINE_MULTIPROC_METHOD": "spawn",
     }
     assert plan[0].capture_size() == 2048 and plan[1].capture_size() == 512  # 0: vLLM's own cap
 
@@ -179,7 +181,11 @@ def test_an_arms_env_reaches_the_engines_argv(tmp_path: Path, monkeypatch: pytes
     (tmp_path / "config.json").write_text(json.dumps(config))
     fake_nvidia_smi(tmp_path)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    (arm,) = parse_arms(["before:engine_async_scheduling=true,engine_max_cudagraph_capture_size=1024"])
+    (arm,) = parse_arms(
+        [
+            "before:engine_async_scheduling=true,engine_max_cudagraph_capture_size=1024,engine_cudagraph_sizes=vllm"
+        ]
+    )
     for name, value in arm.env().items():
         monkeypatch.setenv(name, value)
     settings = SupervisorSettings(engine_mode="gpu", model_dir=tmp_path)

@@ -5,6 +5,7 @@ stopped, and the report written. The plumbing only: every GPU figure here is the
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import subprocess
 import sys
@@ -52,14 +53,15 @@ def test_three_arms_side_by_side(gpu_host: dict[str, str], checkpoint: Path, tmp
     # its graph cap derived from its seqs.
     argv = h200["start"]["engine_argv"]
     assert (h200["gpu"], baseline["gpu"]) == ("h200", "l4")
-    assert _flag(argv, "--max-num-seqs") == "64" and _flag(argv, "--max-cudagraph-capture-size") == "4096"
+    sizes = list(itertools.takewhile(str.isdigit, argv[argv.index("--cudagraph-capture-sizes") + 1 :]))
+    assert _flag(argv, "--max-num-seqs") == "64" and sizes[-1] == "4096"
     assert _flag(argv, "--gpu-memory-utilization") == "0.46"  # each of its two engines half the H200's
     assert float(_flag(baseline["start"]["engine_argv"], "--gpu-memory-utilization")) < 0.2  # the L4's share
     assert _flag(baseline["start"]["engine_argv"], "--max-num-seqs") == "32"
     assert all(r["overhead"]["p50_ratio"] > 0 and r["overhead"]["gateway_share"] < 1 for r in report["runs"])
     md = (out / "arms.md").read_text()
     assert "| async-on | 1 |" in md and "plus `--async-scheduling`" in md
-    assert "`--max-cudagraph-capture-size 4096` `--max-num-seqs 64`" in md
+    assert "`--cudagraph-capture-sizes 1 2 ... 4096 (123 values)` `--gpu-memory-utilization 0.46`" in md
     assert "over the" not in md
     assert (out / "arms.png").exists() and (out / "02-async-on" / "c2" / "throughput_stats.csv").exists()
 

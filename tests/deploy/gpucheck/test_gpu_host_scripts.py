@@ -23,27 +23,19 @@ def _run(step: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
     )  # fmt: skip
 
 
-def test_run_stages_pieces_and_wheels_from_the_folders_it_is_given(tmp_path: Path) -> None:
+def test_run_stages_pieces_from_the_folders_it_is_given(tmp_path: Path) -> None:
     checkout, host = tmp_path / "checkout", tmp_path / "host"
-    (checkout / "carried" / "pieces").mkdir(parents=True)
-    (checkout / "carried" / "pieces" / "x.aa").write_bytes(b"a")
-    (checkout / "carried" / "pieces" / "x.ab").write_bytes(b"b")
-    (checkout / "extra").mkdir()
-    (checkout / "extra" / "locust-0-py3-none-any.whl").write_bytes(b"w")
-    env = {
-        "HOST_DIR": str(host),
-        "PARTS": "carried/pieces/x.",
-        "STAGE": str(tmp_path / "s"),
-        "EXTRA_WHEELS": "extra",
-    }
-    for part in ("aa", "ab"):
-        done = _run(["stage", part], env, checkout)
-        assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["x.aa", "x.ab"]
-    done = _run(["extra"], env, checkout)
-    assert done.returncode == 0 and (host / "wheels" / "locust-0-py3-none-any.whl").exists()
+    for d, part in (("b", "aa"), ("b", "ab"), ("k", "aa")):
+        (checkout / "carried" / d).mkdir(parents=True, exist_ok=True)
+        (checkout / "carried" / d / f"part.{part}").write_bytes(part.encode())
+    env = {"HOST_DIR": str(host), "PIECES": "carried", "STAGE": str(tmp_path / "s")}
+    for d, part, count in (("b", "aa", "1"), ("b", "ab", "2"), ("k", "aa", "1")):
+        done = _run(["stage", d, part], env, checkout)
+        assert done.returncode == 0 and done.stdout.strip() == count, done.stderr
+    assert sorted(p.name for p in (tmp_path / "s" / "b").iterdir()) == ["part.aa", "part.ab"]
+    assert _run(["stage", "b", "zz"], env, checkout).returncode != 0  # a piece not carried
     refused = _run(["poll"], env | {"JOB": "train"}, checkout)
-    assert refused.returncode == 2 and "arms or gpu-check" in refused.stderr
+    assert refused.returncode == 2 and "arms, gpu-check or coldstart" in refused.stderr
     assert _run(["nothing"], env, checkout).returncode == 2
 
 

@@ -149,6 +149,30 @@ def test_save_then_restore_round_trips_byte_for_byte(
     assert not _cache(tmp_path / "store", tmp_path / "b").save()
 
 
+def test_a_restored_start_that_compiled_more_saves_the_second_generation_once(tmp_path: Path) -> None:
+    """The cold start's Dynamo profile makes the next start compile the sampler again
+    (docs/cold-start-h200): that start's additions are stored once, and starts restore them."""
+    store = tmp_path / "store"
+    first = _fill(tmp_path / "cold")
+    cold = _cache(store, tmp_path / "cold")
+    assert cold.worth_saving("miss") and cold.save()
+    second = _cache(store, tmp_path / "second")
+    assert second.restore() == "hit" and second.generation == 1
+    assert not second.worth_saving("hit")  # nothing compiled: nothing to store
+    (tmp_path / "second" / "inductor" / "fxgraph" / "dynamic").write_bytes(b"sampler")
+    assert second.worth_saving("hit") and second.save()
+    assert sorted(p.name for p in store.glob("*.json")) == ["k" * 20 + ".2.json", "k" * 20 + ".json"]
+    third = _cache(store, tmp_path / "third")
+    assert third.restore() == "hit" and third.generation == 2
+    assert _files(tmp_path / "third") == first | {"inductor/fxgraph/dynamic": b"sampler"}
+    (tmp_path / "third" / "triton" / "more").write_bytes(b"x")
+    assert not third.worth_saving("hit")  # at most two generations
+    # A concurrent second start that compiled more too: the first pointer stays (create-only).
+    late = _cache(store, tmp_path / "late")
+    late.generation, late.restored_files = 1, 4
+    assert not late.save()
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -322,3 +346,32 @@ def test_a_miss_is_saved_after_health_and_a_poisoned_cache_is_retried_once_witho
     assert any("once more with empty caches" in m for m in messages)
     assert not (tmp_path / "cc" / "vllm" / "poison").exists()
     assert (tmp_path / "cc" / "vllm" / "compiled.bin").exists()  # the second engine compiled afresh
+
+
+def test_a_restored_start_that_compiles_more_stores_it_for_the_next(
+    gpu_host: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stored generation without the engine's `compiled.bin`: the start that compiles it saves the
+    second generation in the background, and the next start restores that one."""
+    store = tmp_path / "store"
+    sup = _supervisor(gpu_host, tmp_path, compile_cache_url=str(store))
+    key = cc.for_engine(str(store), tmp_path / "cc", sup.engine.argv, sup.settings.model_dir, "NVIDIA L4")
+    assert key is not None
+    _fill(tmp_path / "gen1")
+    assert _cache(store, tmp_path / "gen1", key.key).save()
+    try:
+        assert sup._start_engine()
+        deadline = time.monotonic() + 20  # the save runs in the background
+        while not (store / f"{key.key}.2.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        sup.shutdown()
+    assert json.loads((store / f"{key.key}.2.json").read_text())["files"] == 4 + 2  # with the engine's two
+    sup = _supervisor(gpu_host, tmp_path, compile_cache_url=str(store))
+    try:
+        with caplog.at_level(logging.INFO):
+            assert sup._start_engine()
+    finally:
+        sup.shutdown()
+    assert any("generation 2" in r.getMessage() for r in caplog.records)
+    assert len(list(store.glob("*.json"))) == 2

@@ -40,6 +40,13 @@ def _flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
+def _sizes(argv: list[str]) -> list[int]:
+    """The CUDA-graph sizes the command asks for."""
+    at = argv.index("--cudagraph-capture-sizes") + 1
+    end = next((i for i in range(at, len(argv)) if not argv[i].isdigit()), len(argv))
+    return [int(a) for a in argv[at:end]]
+
+
 GATEWAY = GatewaySettings(served_model="dgemma-26b-w4a16", model_aliases="prod")
 
 
@@ -151,10 +158,12 @@ def test_scheduling_flags_default_to_what_the_h200_arms_measured_best(int4_model
     argv, _ = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
     # docs/engine-arms-h200/README.md: async scheduling off and full steps in CUDA graphs.
     assert "--no-async-scheduling" in argv and "--async-scheduling" not in argv
-    assert _flag(argv, "--max-cudagraph-capture-size") == "2048"
+    # docs/cold-start-h200/arms: the profile's own sizes, to the 2048 cap, given as the list alone.
+    assert len(_sizes(argv)) == 75 and _sizes(argv)[-1] == 2048
+    assert "--max-cudagraph-capture-size" not in argv
     vllms = EngineSettings(
         engine_mode="gpu", model_dir=int4_model, engine_async_scheduling=True,
-        engine_max_cudagraph_capture_size=0,
+        engine_max_cudagraph_capture_size=0, engine_cudagraph_sizes="vllm",
     )  # fmt: skip
     argv, _ = engine_command(GATEWAY, vllms)
     assert "--async-scheduling" in argv and "--no-async-scheduling" not in argv
@@ -167,7 +176,7 @@ def test_scheduling_settings_from_the_environment(int4_model: Path, monkeypatch:
     settings = SupervisorSettings(engine_mode="gpu", model_dir=int4_model)
     assert settings.engine_async_scheduling is False and settings.engine_max_cudagraph_capture_size == 1024
     argv, _ = engine_command(GATEWAY, settings)
-    assert "--no-async-scheduling" in argv and _flag(argv, "--max-cudagraph-capture-size") == "1024"
+    assert "--no-async-scheduling" in argv and _sizes(argv)[-1] == 1024
     with pytest.raises(ValueError, match="greater than or equal to 0"):
         EngineSettings(engine_max_cudagraph_capture_size=-1)
 
@@ -200,8 +209,9 @@ def test_engines_on_one_gpu_share_its_memory_and_take_ports_in_turn(int4_model: 
     # Each engine its half of the one engine's share; the same batch and KV as one engine alone.
     assert _flag(alone, "--gpu-memory-utilization") == "0.92"
     assert _flag(first, "--gpu-memory-utilization") == _flag(second, "--gpu-memory-utilization") == "0.46"
-    for flag in ("--max-num-seqs", "--kv-cache-memory-bytes", "--max-cudagraph-capture-size"):
+    for flag in ("--max-num-seqs", "--kv-cache-memory-bytes"):
         assert _flag(first, flag) == _flag(alone, flag), flag
+    assert _sizes(first) == _sizes(alone)
 
 
 def test_engines_whose_share_cannot_hold_the_model_are_refused(int4_model: Path) -> None:
@@ -234,3 +244,27 @@ def test_the_gateway_reads_through_every_engine_and_admits_their_batches(int4_mo
     assert explicit.gateway_settings.max_concurrent_decisions == 40  # set: the operator's
     alone = Supervisor(GATEWAY, settings.model_copy(update={"engine_replicas": 1}), weights=False)
     assert alone.gateway_settings.engine_url == "http://127.0.0.1:9000" and alone.engine.name == "engine"
+
+
+def test_graph_sizes_the_start_and_the_load_format(int4_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start's knobs (issue 34): which CUDA graphs, how the engine core starts, how weights load."""
+    argv, env = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
+    assert env["VLLM_WORKER_MULTIPROC_METHOD"] == "fork" and "--load-format" not in argv
+    sizes = _sizes(argv)
+    assert len(sizes) == 75 and sizes[-1] == 2048
+    monkeypatch.setenv("DGEMMA_ENGINE_CUDAGRAPH_SIZES", "vllm")
+    monkeypatch.setenv("DGEMMA_ENGINE_MULTIPROC_METHOD", "spawn")
+    monkeypatch.setenv("DGEMMA_ENGINE_LOAD_FORMAT", "fastsafetensors")
+    argv, env = engine_command(GATEWAY, SupervisorSettings(engine_mode="gpu", model_dir=int4_model))
+    assert "--cudagraph-capture-sizes" not in argv and _flag(argv, "--max-cudagraph-capture-size") == "2048"
+    assert (
+        env["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn" and _flag(argv, "--load-format") == "fastsafetensors"
+    )
+    explicit = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_cudagraph_sizes="64,8, 8")
+    argv, _ = engine_command(GATEWAY, explicit)
+    assert _sizes(argv) == [8, 64] and "--max-cudagraph-capture-size" not in argv
+    for bad in ("fast", "0,8", ""):
+        with pytest.raises(ValueError, match=r"vllm, canvas|at least 1 token"):
+            EngineSettings(engine_cudagraph_sizes=bad)
+    with pytest.raises(ValueError):
+        EngineSettings(engine_multiproc_method="forkserver")

@@ -22,7 +22,13 @@ from deploy.runtime.gpu_budget import (
     vllm_flags,
     weight_bytes,
 )
-from deploy.runtime.serving import MAX_GRAPH_TOKENS, SERVING, GpuServing, graph_capture_size
+from deploy.runtime.serving import (
+    MAX_GRAPH_TOKENS,
+    SERVING,
+    GpuServing,
+    canvas_capture_sizes,
+    graph_capture_size,
+)
 from deploy.runtime.settings import EngineSettings
 
 pytestmark = pytest.mark.unit
@@ -203,8 +209,22 @@ def test_fit_command_sizes_the_gpus_profile(capsys: pytest.CaptureFixture[str]) 
 
     assert cli.main(["fit", "--gpu", "h200", "--weights-mode", "baked"]) == 0
     out = capsys.readouterr().out
-    assert "on h200" in out and "--max-num-seqs 32 " in out and "--max-cudagraph-capture-size 2048" in out
+    assert "on h200" in out and "--max-num-seqs 32 " in out and " 1984 2048" in out  # the canvas sizes' last
     assert cli.main(["fit", "--max-num-seqs", "48", "--weights-mode", "baked"]) == 1  # over the L4's 0.92
     assert cli.main(["fit", "--gpu", "h200", "--max-num-seqs", "64", "--weights-mode", "baked"]) == 0
     out = capsys.readouterr().out
-    assert "--max-num-seqs 64 " in out and "--max-cudagraph-capture-size 4096" in out
+    assert "--max-num-seqs 64 " in out and " 2016 2048 2112 " in out and " 4032 4096" in out
+
+
+def test_canvas_capture_sizes_cover_every_step_the_profile_makes() -> None:
+    """Every step up to the cap pads to a size at most 8 tokens away up to 256, a canvas up to a full
+    batch of reads, two canvases above; every full-batch denoising step (n reads x canvas) is exact."""
+    sizes = canvas_capture_sizes(32, 32, 2048)
+    assert len(sizes) == 75 < 147 and sizes[0] == 1 and sizes[-1] == 2048 and sizes == sorted(set(sizes))
+    for step in range(1, 2049):
+        padded = min(s for s in sizes if s >= step)
+        assert padded - step < (8 if step <= 256 else 32 if step <= 1024 else 64)
+    assert all(n * 32 in sizes for n in range(1, 33))
+    assert canvas_capture_sizes(32, 32, 512)[-1] == 512 and max(canvas_capture_sizes(4, 32, 100)) == 100
+    vllms_cap = EngineSettings(engine_cudagraph_sizes="canvas", engine_max_cudagraph_capture_size=0)
+    assert (vllms_cap.capture_sizes() or [0])[-1] == 512  # 0: vLLM's own cap
