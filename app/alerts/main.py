@@ -87,6 +87,7 @@ def create_router_app(
         claim_s=settings.alerts_ledger_claim_s,
         ledger_timeout_s=settings.alerts_ledger_timeout_s,
         scan_s=settings.alerts_ledger_scan_s,
+        heartbeats=frozenset(settings.alerts_heartbeats),
     )
 
     @asynccontextmanager

@@ -69,6 +69,30 @@ class RouterMetrics(HttpMetrics):
             "Late classifications of fallback pages this process took over (from the ledger's pending list).",
             registry=r,
         )
+        self.heartbeats = Counter(
+            "dgemma_alerts_heartbeats",
+            "Heartbeat alerts received (Alertmanager's always-firing Watchdog), by source: never paged.",
+            ["source"],
+            registry=r,
+        )
+        self.heartbeat_at = Gauge(
+            "dgemma_alerts_heartbeat_timestamp_seconds",
+            "When the last heartbeat alert arrived, in unix seconds, by source: the dead-man's switch "
+            "alerts when it grows old or goes missing.",
+            ["source"],
+            registry=r,
+        )
+        self.pending = Gauge(
+            "dgemma_alerts_pending_classifications",
+            "Fallback pages still waiting for their late classification (the ledger's list at the "
+            "last scan, and this process's own).",
+            registry=r,
+        )
+        self.pending_age = Gauge(
+            "dgemma_alerts_pending_oldest_seconds",
+            "Age of the oldest fallback page still waiting for its classification (0: none waits).",
+            registry=r,
+        )
         self.decision_seconds = Histogram(
             "dgemma_alerts_decision_seconds",
             "Time to an alert's classification, from the router (within the budget only).",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import NoDecode
 
-from app.core.config import KitSettings
+from app.core.config import KitSettings, comma_list
 
 DEFAULT_POLICY = Path(__file__).resolve().parent / "default_policy.toml"
 
@@ -88,9 +89,19 @@ class AlertRouterSettings(KitSettings):
     """Token in the URL of a Cloud Monitoring `webhook_tokenauth` channel."""
     alerts_cloud_monitoring_basic: SecretStr | None = None
     """`user:password` of a Cloud Monitoring `webhook_basicauth` channel."""
+    alerts_heartbeats: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["Watchdog"])
+    """Alert names, comma-separated, that are a sender's heartbeat, not an incident (Alertmanager's
+    always-firing Watchdog): never classified or paged; each arrival sets
+    `dgemma_alerts_heartbeat_timestamp_seconds`, which an absence alert outside the router watches
+    (the dead-man's switch: docs/alert-routing.md)."""
     alerts_allow_open_senders: bool = False
     """Accept a source with no credential configured (local use: `dgemma dev` turns it on). Off, a
     source without credentials answers 401 to everything, and the router logs it at start."""
+
+    @field_validator("alerts_heartbeats", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        return comma_list(value)
 
     @model_validator(mode="after")
     def _files_exist(self) -> AlertRouterSettings:

@@ -103,6 +103,7 @@ class Triage:
         claim_s: float = 60.0,
         ledger_timeout_s: float = 1.0,
         scan_s: float = 30.0,
+        heartbeats: frozenset[str] = frozenset(),
     ) -> None:
         self.policy = policy
         self.audit = audit or AuditLog()
@@ -123,7 +124,14 @@ class Triage:
         self.claim_wait_s = min(5.0, self.ledger.claim_s)  # a live claim of another process: wait this long
         self.retry_base_s, self.retry_cap_s = 2.0, 60.0  # between classification attempts
         self._locks = KeyedLocks()
+        self.heartbeats = heartbeats
         self._later: dict[str, asyncio.Task[None]] = {}  # alert key -> its pending classification
+        # Alert key -> when its fallback page went out: the ledger's pending list at the last scan,
+        # and the classifications running here (the metrics' view of what still waits).
+        self._listed: dict[str, float] = {}
+        self._waiting: dict[str, float] = {}
+        metrics.pending.set_function(lambda: len(self._listed | self._waiting))
+        metrics.pending_age.set_function(self._oldest_pending_s)
         self._last_scan = -float("inf")
         self._scanning: asyncio.Task[None] | None = None
         self._scanner: asyncio.Task[None] | None = None
@@ -181,9 +189,17 @@ class Triage:
             raise DeliveryFailed("a sink failed; deliver again: " + "; ".join(failures)[:2000])
         return counts
 
+    def _oldest_pending_s(self) -> float:
+        waiting = (self._listed | self._waiting).values()
+        return max(0.0, time.time() - min(waiting)) if waiting else 0.0
+
     async def _one(self, alert: Alert, gate: asyncio.Semaphore, until: float) -> str:
         """Route one alert (its own task: `served` is its own), classified by `until`."""
         self.metrics.received.labels(alert.source, alert.status).inc()
+        if alert.title in self.heartbeats:  # the dead-man's switch's signal, not an incident
+            self.metrics.heartbeats.labels(alert.source).inc()
+            self.metrics.heartbeat_at.labels(alert.source).set_to_current_time()
+            return "heartbeat"
         mark = Served()
         served.set(mark)
         async with self._locks(alert.key):
@@ -422,6 +438,7 @@ class Triage:
         except Exception:
             log.exception("pending classifications not scanned")
             return
+        self._listed = {item.alert.key: item.since for item in pending}
         for item in pending:
             if item.alert.key in self._later:
                 continue
@@ -457,6 +474,7 @@ class Triage:
         """Wake the service, classify the alert when it answers, update the fallback deliveries;
         the claim renewed as it goes (given up when another process took it over)."""
         alert = ep.alert
+        self._waiting[alert.key] = since
         deadline = since + self.reclassify_for_s
         delay = self.retry_base_s
         held: Claim | None = claim
@@ -483,6 +501,8 @@ class Triage:
             await self.ledger.drop_pending(alert)
         finally:
             self._later.pop(alert.key, None)
+            self._waiting.pop(alert.key, None)
+            self._listed.pop(alert.key, None)
             if held is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await ep.release(held)  # at shutdown too: the next process takes it over at once

@@ -85,6 +85,11 @@ def env_names(section: type[KitSettings]) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def comma_list(value: object) -> object:
+    """A list setting's env value, comma-separated (as `to_env` writes it), into its items."""
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
 def _env_value(value: Any) -> str:
     if isinstance(value, SecretStr):
         return value.get_secret_value()

@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import AliasChoices, AliasGenerator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from app.core.config import KitSettings
+from app.core.config import KitSettings, comma_list
 from app.jev.wire import ReadPolicy
 
 # The read policy's `mode` has always been set by DGEMMA_READ_POLICY; its other fields keep
@@ -108,7 +108,7 @@ class GatewaySettings(KitSettings, ReadPolicy):
     @field_validator("model_aliases", "api_keys", mode="before")
     @classmethod
     def _split_commas(cls, value: object) -> object:
-        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+        return comma_list(value)
 
     @model_validator(mode="after")
     def _check_keys_file(self) -> GatewaySettings:

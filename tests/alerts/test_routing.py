@@ -188,8 +188,8 @@ def test_grafana_and_cloud_monitoring_payloads(rig: Rig) -> None:
 
 RULES = """
 [[rules]]
-name = "watchdog-is-no-incident"
-matchers = ['alertname="Watchdog"']
+name = "inhibitor-is-no-incident"
+matchers = ['alertname="InfoInhibitor"']
 action = "drop"
 classify = false
 
@@ -237,19 +237,19 @@ def test_rules_decide_around_the_model_and_every_decision_is_recorded(rig: Rig, 
         _router(rig, tmp_path / "act") as (url, audit),
         alertmanager(tmp_path / "am", f"{url}/v1/alerts/alertmanager", auth=("bearer", AM_TOKEN)) as am,
     ):
-        am.fire("Watchdog", {"instance": "prom-1", "severity": "none"})
+        am.fire("InfoInhibitor", {"instance": "prom-1", "severity": "none"})
         am.fire("PgConnections", {"instance": "pg-4", "job": "pgbouncer"})
         key = _key(am.alerts(), "PgConnections")
         (page,) = rig.pages(key, 1)
         records = {r["alert"]: r for r in _records(audit, 2)}
         assert am.wait_log('msg="Notify success"', 10), am.log()
-        watchdog_key = _key(am.alerts(), "Watchdog")
-    assert rig.pd.about(watchdog_key) == []  # dropped by its rule, never asked about, and recorded:
-    assert (records["Watchdog"]["action"], records["Watchdog"]["rules"]) == (
+        inhibitor_key = _key(am.alerts(), "InfoInhibitor")
+    assert rig.pd.about(inhibitor_key) == []  # dropped by its rule, never asked about, and recorded:
+    assert (records["InfoInhibitor"]["action"], records["InfoInhibitor"]["rules"]) == (
         "drop",
-        ["watchdog-is-no-incident"],
+        ["inhibitor-is-no-incident"],
     )
-    assert records["Watchdog"]["classified"] is False
+    assert records["InfoInhibitor"]["classified"] is False
     details = page["payload"]["custom_details"]
     assert details["classified"] is True and "rule postgres-is-database: team database" in details["reason"]
     assert records["PgConnections"]["action"] == "page" and records["PgConnections"]["mode"] == "act"
@@ -262,9 +262,9 @@ def test_shadow_mode_pages_what_alertmanager_sent_and_reports_what_it_would_have
         _router(rig, tmp_path / "shadow", DGEMMA_ALERTS_MODE="shadow") as (url, audit),
         alertmanager(tmp_path / "am", f"{url}/v1/alerts/alertmanager", auth=("bearer", AM_TOKEN)) as am,
     ):
-        am.fire("Watchdog", {"instance": "prom-1", "severity": "none"})
+        am.fire("InfoInhibitor", {"instance": "prom-1", "severity": "none"})
         am.fire("PgDown", {"instance": "pg-1", "job": "postgres", "severity": "critical", "team": "database"})
-        keys = {name: _key(am.alerts(), name) for name in ("Watchdog", "PgDown")}
+        keys = {name: _key(am.alerts(), name) for name in ("InfoInhibitor", "PgDown")}
         pages = {name: rig.pages(key, 1)[0] for name, key in keys.items()}
         records = {r["alert"]: r for r in _records(audit, 2)}
         am.resolve(
@@ -277,8 +277,8 @@ def test_shadow_mode_pages_what_alertmanager_sent_and_reports_what_it_would_have
         assert details["route"] == "oncall" and details["classified"] is False, details
         assert details["reason"] == "shadow mode: paged as sent"
     assert pages["PgDown"]["payload"]["severity"] == "critical"
-    assert records["Watchdog"]["would"]["action"] == "drop" and records["Watchdog"]["would"]["rules"] == [
-        "watchdog-is-no-incident"
+    assert records["InfoInhibitor"]["would"]["action"] == "drop" and records["InfoInhibitor"]["would"]["rules"] == [
+        "inhibitor-is-no-incident"
     ]
     assert records["PgDown"]["would"]["route"] == "teams" and records["PgDown"]["would"]["classified"] is True
     done = subprocess.run(

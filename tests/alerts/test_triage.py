@@ -682,6 +682,49 @@ async def test_metrics_count_what_happened(make_stack: StackFactory) -> None:
     assert (await s.client.get("/readyz")).status_code == 200
 
 
+async def test_the_watchdog_is_a_heartbeat_never_a_page(make_stack: StackFactory) -> None:
+    """Alertmanager's always-firing Watchdog reaches the router as the dead-man's switch's signal: its
+    arrival time is a metric, nothing is classified, paged or recorded as a decision."""
+    s = make_stack()
+    before = time.time()
+    r = await s.fire(("Watchdog", "w1"), ("DiskFull", "f1"))
+    assert r.status_code == 200 and r.json()["outcomes"]["heartbeat"] == 1
+    assert set(s.engine.asked) == {"DiskFull"}  # the Watchdog is not asked
+    assert all(p.alert.title != "Watchdog" for sink in s.sinks.values() for p in sink.pages)
+    await s.fire(("Watchdog", "w1"))  # Alertmanager repeats it every repeat_interval
+    text = (await s.client.get("/metrics")).text
+    assert 'dgemma_alerts_heartbeats_total{source="alertmanager"} 2.0' in text
+    (line,) = [x for x in text.splitlines() if x.startswith("dgemma_alerts_heartbeat_timestamp_seconds{")]
+    assert before <= float(line.split()[-1]) <= time.time()
+    quiet = make_stack(alerts_heartbeats=[])  # no heartbeat named: a Watchdog is an alert like any
+    quiet.engine.verdicts["Watchdog"] = (0.01, 0.95, "info")
+    assert (await quiet.fire(("Watchdog", "w1"))).json()["outcomes"].get("heartbeat") is None
+
+
+async def test_pending_late_classifications_and_their_age_are_metrics(
+    make_stack: StackFactory, shared: ObjectStore
+) -> None:
+    """A fallback page waiting for its classification shows in the count and the oldest's age, here
+    and (through the ledger's list) on another instance; both go back to 0 once it is classified."""
+    a, b = two(make_stack, shared, alerts_decision_budget_s=0.2)
+    a.engine.hold = asyncio.Event()
+    await a.fire(("DiskFull", "f1"))
+    await asyncio.sleep(1.1)
+    for router in (a, b):
+        await router.router._scan()
+        text = (await router.client.get("/metrics")).text
+        assert "dgemma_alerts_pending_classifications 1.0" in text, router
+        (age,) = [x for x in text.splitlines() if x.startswith("dgemma_alerts_pending_oldest_seconds ")]
+        assert 1.0 <= float(age.split()[-1]) < 30
+    a.engine.hold.set()
+    await eventually(lambda: not a.router._later)
+    await b.router._scan()
+    for router in (a, b):
+        text = (await router.client.get("/metrics")).text
+        assert "dgemma_alerts_pending_classifications 0.0" in text
+        assert "dgemma_alerts_pending_oldest_seconds 0.0" in text
+
+
 # -- the audit record, rules, shadow mode ------------------------------------------------------------
 
 
@@ -738,8 +781,8 @@ async def test_every_decision_leaves_an_audit_record_and_a_count(
 
 RULED = """
 [[rules]]
-name = "watchdog"
-matchers = ['alertname="Watchdog"']
+name = "inhibitor"
+matchers = ['alertname="InfoInhibitor"']
 action = "drop"
 classify = false
 
@@ -756,14 +799,14 @@ async def test_a_rule_that_never_classifies_never_asks_and_a_rule_action_wins(
     policy = write_policy(tmp_path / "ruled.toml", ROUTER_POLICY + RULED)
     s = make_stack(alerts_policy_file=policy, alerts_audit_file=tmp_path / "audit.jsonl")
     s.router.policy = Policy.load(policy)
-    s.engine.verdicts["Quiet"] = (0.01, 0.95, "info")  # Watchdog has no verdict: asking it would fail
-    r = await s.fire(("Watchdog", "f1"), ("Quiet", "f2"))
+    s.engine.verdicts["Quiet"] = (0.01, 0.95, "info")  # InfoInhibitor has no verdict: asking it would fail
+    r = await s.fire(("InfoInhibitor", "f1"), ("Quiet", "f2"))
     assert r.json()["outcomes"] == {"drop": 1, "page": 1}
     assert [p.alert.title for p in s.pages("db-pager")] == ["Quiet"]
     assert "rule always: page" in s.pages("db-pager")[0].reason
-    (watchdog,) = [a for a in _audit(tmp_path / "audit.jsonl") if a["alert"] == "Watchdog"]
-    assert (watchdog["action"], watchdog["rules"], watchdog["classified"]) == ("drop", ["watchdog"], False)
-    assert "Watchdog" not in s.engine.asked and "Quiet" in s.engine.asked
+    (inhibitor,) = [a for a in _audit(tmp_path / "audit.jsonl") if a["alert"] == "InfoInhibitor"]
+    assert (inhibitor["action"], inhibitor["rules"], inhibitor["classified"]) == ("drop", ["inhibitor"], False)
+    assert "InfoInhibitor" not in s.engine.asked and "Quiet" in s.engine.asked
 
 
 async def test_shadow_mode_pages_as_sent_and_records_what_it_would_have_done(

@@ -86,7 +86,14 @@ def test_every_metric_and_label_the_rules_name_is_exported(service: str, router:
                 "annotations": {"summary": "disk 97 % full"},
                 "startsAt": "2026-12-04T10:00:00Z",
                 "fingerprint": "0123456789abcdef",
-            }
+            },
+            {  # the dead-man's switch's heartbeat
+                "status": "firing",
+                "labels": {"alertname": "Watchdog"},
+                "annotations": {},
+                "startsAt": "2026-12-04T09:00:00Z",
+                "fingerprint": "fedcba9876543210",
+            },
         ],
     }
     hook = httpx.post(f"{router}/v1/alerts/alertmanager", json=alert, headers={"authorization": "Bearer am"})
