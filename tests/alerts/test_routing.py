@@ -277,9 +277,8 @@ def test_shadow_mode_pages_what_alertmanager_sent_and_reports_what_it_would_have
         assert details["route"] == "oncall" and details["classified"] is False, details
         assert details["reason"] == "shadow mode: paged as sent"
     assert pages["PgDown"]["payload"]["severity"] == "critical"
-    assert records["InfoInhibitor"]["would"]["action"] == "drop" and records["InfoInhibitor"]["would"]["rules"] == [
-        "inhibitor-is-no-incident"
-    ]
+    would = records["InfoInhibitor"]["would"]
+    assert would["action"] == "drop" and would["rules"] == ["inhibitor-is-no-incident"]
     assert records["PgDown"]["would"]["route"] == "teams" and records["PgDown"]["would"]["classified"] is True
     done = subprocess.run(
         [sys.executable, "-m", "deploy.cli", "alerts", "report", str(audit), "--out", str(tmp_path / "out")],
