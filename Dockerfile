@@ -22,14 +22,17 @@ ARG VLLM_IMAGE=vllm/vllm-openai:v0.32.0-cu129
 # Pin the digest in production: --build-arg ROUTER_BASE_IMAGE=python:3.11-slim@sha256:...
 ARG ROUTER_BASE_IMAGE=python:3.11-slim
 
-# The kit's sources as both images install them: a stage of files only, bind-mounted by the installs
-# (nothing of it lands in an image).
-FROM scratch AS source
+# The kit's sources as the images install them: stages of files only, bind-mounted by the installs
+# (nothing of them lands in an image). The router's lacks the lab (evals/: its eval and report run
+# from a checkout); the gateway's adds it.
+FROM scratch AS router-source
 COPY pyproject.toml README.md /src/
 COPY app /src/app
 COPY deploy /src/deploy
-COPY evals /src/evals
 COPY loadtest /src/loadtest
+
+FROM router-source AS source
+COPY evals /src/evals
 
 FROM ${VLLM_IMAGE} AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -68,7 +71,7 @@ RUN --mount=type=bind,source=scripts/install_kit.sh,target=/tmp/install_kit.sh \
 # Installed (bytecode compiled) and owned by root: the code is read-only to the service's user. The
 # build fails unless this installation offers the command.
 RUN --mount=type=bind,source=scripts/install_kit.sh,target=/tmp/install_kit.sh \
-    --mount=type=bind,from=source,source=/src,target=/src,rw \
+    --mount=type=bind,from=router-source,source=/src,target=/src,rw \
     sh /tmp/install_kit.sh package /opt/router alerts serve --help
 RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin dgemma
 ENV DGEMMA_ALERTS_HOST=0.0.0.0 \

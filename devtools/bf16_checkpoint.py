@@ -80,7 +80,7 @@ def main() -> None:
     for name in random_model.TOKENIZER_FILES:
         if (a.tokenizer / name).is_file():
             shutil.copy2(a.tokenizer / name, a.out / name)
-    params = sum(random_model._numel(shape) for shape, _ in specs.values())
+    params = sum(random_model.numel(shape) for shape, _ in specs.values())
     size = sum(p.stat().st_size for p in a.out.glob("*.safetensors"))
     print(
         f"{a.out}: {a.layers} layers, {params / 1e9:.2f}B parameters, {size / 1e9:.2f} GB bf16 in "

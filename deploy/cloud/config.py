@@ -77,6 +77,10 @@ class DeployConfig:
     def router(self) -> str:
         return f"{self.service}-router"  # the router's Cloud Run service (terraform/alerts.tf)
 
+    @property
+    def api_keys_secret(self) -> str:
+        return f"{self.service}-api-keys"  # as terraform/secrets.tf names it
+
     def sender_secret(self, source: str) -> str:
         return f"{self.service}-alerts-{source}-token"  # as terraform/main.tf names it
 

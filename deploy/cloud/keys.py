@@ -32,7 +32,7 @@ def _keys(cfg: DeployConfig, console: Console) -> tuple[Gcloud, list[str]]:
     if not cfg.dry_run:
         cfg.directory.mkdir(parents=True, exist_ok=True)  # for deploy.log, on a machine that never deployed
     gcloud = Gcloud(cfg, Shell(console, cfg.directory, dry_run=cfg.dry_run))
-    secret = f"{cfg.service}-api-keys"
+    secret = cfg.api_keys_secret
     has_version = gcloud.secret_has_version(secret)
     if has_version is None:
         raise ConfigError(f"there is no secret {secret}: deploy the service first")
@@ -48,7 +48,7 @@ def add_key(cfg: DeployConfig, console: Console) -> str:
     gcloud, keys = _keys(cfg, console)
     # A dry run shows where the key goes, never a key that looks like one.
     key = "<a new key>" if cfg.dry_run else secrets.token_urlsafe(32)
-    gcloud.add_version(f"{cfg.service}-api-keys", "\n".join([*keys, key]) + "\n")
+    gcloud.add_version(cfg.api_keys_secret, "\n".join([*keys, key]) + "\n")
     return key
 
 
@@ -72,7 +72,7 @@ def revoke_key(cfg: DeployConfig, console: Console, wanted: str) -> str:
     if not re.fullmatch(f"[0-9a-f]{{{MIN_ID_CHARS},64}}", wanted):
         raise ConfigError(f"not a key ID: IDs are the {ID_CHARS} hex digits `dgemma keys list` shows")
     gcloud, keys = _keys(cfg, console)
-    secret = f"{cfg.service}-api-keys"
+    secret = cfg.api_keys_secret
     if cfg.dry_run:
         gcloud.shell.note(f"if {wanted} names one key and not the last: the other keys as a new version")
         kept, revoked = ["<the other keys>"], wanted

@@ -4,7 +4,9 @@ payloads, its score on labelled alerts, and the summary of a shadow trial's reco
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -132,8 +134,22 @@ def _id_tokens(settings: AlertRouterSettings, mode: str | None) -> IdTokens | No
     return tokens
 
 
+def _lab() -> ModuleType:
+    """The router's eval and report (`evals/alerts`), which the router's image leaves out."""
+    from app.core.config import ConfigError
+
+    try:
+        from evals.alerts import run as lab
+    except ImportError as e:
+        raise ConfigError(
+            "`dgemma alerts eval` and `dgemma alerts report` need the kit's evals package, which the "
+            "alert router's image does not carry: run them from a checkout (make env)"
+        ) from e
+    return lab
+
+
 def _eval(settings: AlertRouterSettings, args: argparse.Namespace, tokens: IdTokens | None) -> int:
-    from evals.alerts.run import evaluate
+    evaluate: Callable[..., int] = _lab().evaluate
 
     return evaluate(
         settings, args.file, out=args.out, strip_severity=args.without_severity, target=args.suggest,
@@ -142,7 +158,7 @@ def _eval(settings: AlertRouterSettings, args: argparse.Namespace, tokens: IdTok
 
 
 def _report(args: argparse.Namespace) -> int:
-    from evals.alerts.run import shadow_report
+    shadow_report: Callable[..., int] = _lab().shadow_report
 
     return shadow_report(
         args.file, missed_after_min=args.missed_after, team_label=args.team_label, out=args.out

@@ -23,6 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--time-limit", type=float, help="a safety net: stop and save after this many seconds (default 1740)"
     )
     train.add_argument("--steps", type=int, help="the schedule's length in steps (default 1900)")
+    train.add_argument(
+        "--mix", type=Path, help="a partial weights.toml laid over the corpus's data (toy sweeps)"
+    )
+    train.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where it trains (cpu)")
     data = actions.add_parser("data", help="a split of the synthetic alert task as eval JSONL (stdout)")
     data.add_argument("--split", choices=("train", "dev", "test"), default="test")
     data.add_argument("-n", type=int, default=300, help="how many alerts (default 300)")
@@ -49,4 +53,9 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--time-limit", str(args.time_limit)]
     if args.steps is not None:
         argv += ["--steps", str(args.steps)]
+    if args.mix is not None:
+        if not args.mix.is_file():
+            raise ConfigError(f"--mix {args.mix}: no such file")
+        argv += ["--mix", str(args.mix.resolve())]
+    argv += ["--device", args.device]
     return subprocess.run(argv).returncode

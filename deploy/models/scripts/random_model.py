@@ -86,7 +86,7 @@ def layout(specs: dict[str, Spec], group_size: int) -> tuple[dict[str, Spec], di
         packed = w4a16.plan(name, shape)
         if packed is None:
             out[name] = (shape, dtype)
-            params["kept_bf16"] += _numel(shape)
+            params["kept_bf16"] += numel(shape)
             continue
         for p in packed:
             w4a16.check_group(p, group_size)
@@ -95,7 +95,7 @@ def layout(specs: dict[str, Spec], group_size: int) -> tuple[dict[str, Spec], di
     return out, params
 
 
-def _numel(shape: tuple[int, ...]) -> int:
+def numel(shape: tuple[int, ...]) -> int:
     n = 1
     for d in shape:
         n *= d
@@ -107,7 +107,7 @@ def shards(tensors: dict[str, Spec], limit: int) -> list[list[str]]:
     cut: list[list[str]] = [[]]
     size = 0
     for name, (shape, dtype) in tensors.items():
-        nbytes = _numel(shape) * (4 if dtype == "int32" else 2)
+        nbytes = numel(shape) * (4 if dtype == "int32" else 2)
         if cut[-1] and size + nbytes > limit:
             cut.append([])
             size = 0

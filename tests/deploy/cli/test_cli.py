@@ -170,3 +170,47 @@ def test_every_typed_failure_of_the_kit_carries_its_exit_code() -> None:
     assert (
         PolicyError.label == ConfigError.label == "invalid configuration"
     )  # a subclass reports as its room's
+
+
+def test_the_routers_image_serves_without_the_lab(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The router's image leaves `evals/` out (the Dockerfile's router-source): `alerts serve` is
+    offered and parses; the eval and the report refuse with where to run them, exit 2."""
+    for name in [m for m in sys.modules if m == "evals" or m.startswith("evals.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "evals", None)  # as if not installed: its import fails
+    with pytest.raises(SystemExit) as help_exit:
+        cli.main(["alerts", "serve", "--help"])
+    assert help_exit.value.code == 0
+    audit = tmp_path / "audit.jsonl"
+    audit.write_text("")
+    assert cli.main(["alerts", "report", str(audit)]) == 2
+    assert cli.main(["alerts", "eval", str(audit)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("the alert router's image does not carry: run them from a checkout") == 2
+
+
+def test_toy_train_passes_a_mix_and_a_device_to_the_trainer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`dgemma toy train` runs train_toy.py with the sweep's knobs (devtools/toy_sweep.py runs take them)."""
+    import subprocess
+
+    from deploy.devstack import stack
+
+    ran: list[list[str]] = []
+    monkeypatch.setattr(stack, "ensure_engine_env", lambda python: None)
+    def trainer(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+        ran.append(argv)
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(subprocess, "run", trainer)
+    mix = tmp_path / "mix.toml"
+    mix.write_text("[kinds]\n")
+    assert cli.main(["toy", "train", str(tmp_path / "out"), "--mix", str(mix), "--device", "cuda"]) == 0
+    (argv,) = ran
+    assert argv[1].endswith("train_toy.py") and argv[argv.index("--mix") + 1] == str(mix.resolve())
+    assert argv[argv.index("--device") + 1] == "cuda"
+    assert cli.main(["toy", "train", str(tmp_path / "out"), "--mix", str(tmp_path / "none.toml")]) == 2
+    assert len(ran) == 1  # refused before the trainer ran

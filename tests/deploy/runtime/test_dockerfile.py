@@ -83,15 +83,26 @@ def _mounts(run: str) -> list[str]:
     return re.findall(r"--mount=(\S+)", run)
 
 
-def test_the_source_stage_holds_what_the_package_is_built_from(instructions: list[dict[str, str]]) -> None:
-    """Files only, from scratch: pyproject.toml, its readme and the packages it finds, nothing else."""
-    source = _stage(instructions, "source")
-    assert source[0]["value"] == "scratch AS source"
-    copied = [c for i in source if i["instruction"] == "COPY" for c in i["value"].split()[:-1]]
+def test_the_source_stages_hold_what_the_package_is_built_from(instructions: list[dict[str, str]]) -> None:
+    """Files only, from scratch: pyproject.toml, its readme and the packages it finds, nothing else;
+    the router's without the lab (evals/), the gateway's with it."""
+    router, source = _stage(instructions, "router-source"), _stage(instructions, "source")
+    assert (
+        router[0]["value"] == "scratch AS router-source" and source[0]["value"] == "router-source AS source"
+    )
+
+    def copied(stage: list[dict[str, str]]) -> list[str]:
+        return [c for i in stage if i["instruction"] == "COPY" for c in i["value"].split()[:-1]]
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     packages = [p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]]
-    assert sorted(copied) == sorted(["pyproject.toml", project["project"]["readme"], *packages])
-    assert all(i["value"].split()[-1].startswith("/src/") for i in source if i["instruction"] == "COPY")
+    assert sorted(copied(router) + copied(source)) == sorted(
+        ["pyproject.toml", project["project"]["readme"], *packages]
+    )
+    assert copied(source) == ["evals"]
+    assert all(
+        i["value"].split()[-1].startswith("/src/") for i in router + source if i["instruction"] == "COPY"
+    )
 
 
 def test_both_images_install_the_kit_by_the_same_steps(instructions: list[dict[str, str]]) -> None:
@@ -105,7 +116,8 @@ def test_both_images_install_the_kit_by_the_same_steps(instructions: list[dict[s
         steps[stage] = (_mounts(dependencies), _mounts(package))
         others = [i["value"] for i in _stage(instructions, stage) if i["instruction"] in ("RUN", "COPY")]
         assert not [v for v in others if INSTALL not in v and ("pip" in v or "/src" in v)]
-    assert steps["gateway"] == steps["router"]
+    router_source = "type=bind,from=router-source,source=/src,target=/src,rw"
+    assert steps["router"] == (steps["gateway"][0], [steps["gateway"][1][0], router_source])
     lock_mounts, package_mounts = steps["gateway"]
     script = "type=bind,source=scripts/install_kit.sh,target=/tmp/install_kit.sh"
     # The lock's step mounts the lock and pip's cache, not the code: a code change does not reinstall it.
@@ -157,7 +169,7 @@ def test_router_is_a_slim_cpu_python_without_vllm(instructions: list[dict[str, s
     assert _arg(instructions, "ROUTER_BASE_IMAGE") == "python:3.11-slim"  # pinned by digest in production
     text = " ".join(i["value"] for i in router).lower()
     assert "vllm" not in text, "no vLLM"
-    assert set(re.findall(r"from=([\w-]+)", text)) == {"source"}, "no weights, nothing of the GPU stages"
+    assert set(re.findall(r"from=([\w-]+)", text)) == {"router-source"}, "no weights, no lab, no GPU stage"
     assert _installs(instructions, "router")[-1].endswith("package /opt/router alerts serve --help")
 
 
