@@ -201,6 +201,7 @@ def test_toy_train_passes_a_mix_and_a_device_to_the_trainer(
 
     ran: list[list[str]] = []
     monkeypatch.setattr(stack, "ensure_engine_env", lambda python: None)
+
     def trainer(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
         ran.append(argv)
         return subprocess.CompletedProcess(argv, 0)
