@@ -365,20 +365,31 @@ class CompileCache:
         return outcome == "hit" and self.generation < GENERATIONS and self.files() > self.restored_files
 
     def restore(self) -> Outcome:
-        """Empty the cache dirs, then fill them from the store's newest generation. Never raises."""
-        started = time.monotonic()
+        """Empty the cache dirs, then fill them from the store's newest generation; a corrupt one is
+        passed over for the one before it (create-only: it stays until the bucket's lifecycle rule
+        deletes it). Never raises."""
+        corrupt = False
+        for generation in range(GENERATIONS, 0, -1):
+            outcome = self._restore(generation)
+            if outcome == "corrupt":
+                corrupt = True
+            elif outcome is not None:
+                return outcome
+        if corrupt:
+            return "corrupt"
         where = f"{self.store.where}/{self.pointer_of(1)}"
+        log.info("compile cache miss: %s", where, extra={"compile_cache_key": self.key})
+        return "miss"
+
+    def _restore(self, generation: int) -> Outcome | None:
+        """One generation into the cache dirs; None when the store has no such generation."""
+        started = time.monotonic()
+        where = f"{self.store.where}/{self.pointer_of(generation)}"
         try:
             wipe(self.cache_dir)
-            raw = None
-            for generation in range(GENERATIONS, 0, -1):
-                raw = self.store.get(self.pointer_of(generation))
-                if raw is not None:
-                    where = f"{self.store.where}/{self.pointer_of(generation)}"
-                    break
+            raw = self.store.get(self.pointer_of(generation))
             if raw is None:
-                log.info("compile cache miss: %s", where, extra={"compile_cache_key": self.key})
-                return "miss"
+                return None
             archive, sha256, size = _parse_pointer(raw, where)
             with _scratch(self.cache_dir) as tmp:
                 self.store.fetch(archive, tmp)
@@ -443,7 +454,7 @@ class CompileCache:
             log.info("compile cache %s was saved by another instance first", self.key)
             return False
         log.info(
-            "compile cache saved: %d files, %.1f MB in %.1f s to %s/%s",  # the generation is in the name
+            "compile cache saved: %d files, %.1f MB in %.1f s to %s/%s",
             files,
             size / 1e6,
             seconds,

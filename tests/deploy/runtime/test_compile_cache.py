@@ -173,6 +173,24 @@ def test_a_restored_start_that_compiled_more_saves_the_second_generation_once(tm
     assert not late.save()
 
 
+def test_a_corrupt_second_generation_falls_back_to_the_first(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A damaged newest generation costs its start the sampler's compile, never the whole cache."""
+    store = tmp_path / "store"
+    first = _fill(tmp_path / "cold")
+    assert _cache(store, tmp_path / "cold").save()
+    (store / f"{'k' * 20}.2.json").write_text("{not json")
+    restored = _cache(store, tmp_path / "next")
+    with caplog.at_level(logging.INFO, "deploy.compile_cache"):
+        assert restored.restore() == "hit" and restored.generation == 1
+    assert _files(tmp_path / "next") == first
+    assert any(".2.json ignored" in r.getMessage() for r in caplog.records)
+    (store / f"{'k' * 20}.json").write_text("{not json either")
+    assert _cache(store, tmp_path / "none").restore() == "corrupt"
+    assert _files(tmp_path / "none") == {}
+
+
 @pytest.mark.parametrize(
     "damage",
     [
