@@ -98,3 +98,10 @@ class Cloud:
         assert service is not None
         traffic: list[list[Any]] = service["traffic"]
         return traffic
+
+
+def graph_sizes(argv: list[str]) -> list[int]:
+    """The CUDA-graph sizes an engine argv asks for (`--cudagraph-capture-sizes N N ...`)."""
+    at = argv.index("--cudagraph-capture-sizes") + 1
+    end = next((i for i in range(at, len(argv)) if not argv[i].isdigit()), len(argv))
+    return [int(a) for a in argv[at:end]]

@@ -5,7 +5,6 @@ stopped, and the report written. The plumbing only: every GPU figure here is the
 from __future__ import annotations
 
 import csv
-import itertools
 import json
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.gpucheck.test_gpu_check_fake_host import checkpoint, gpu_host  # noqa: F401  (fixtures)
+from tests.helpers.deploy import graph_sizes
 
 pytestmark = pytest.mark.integration
 
@@ -53,8 +53,7 @@ def test_three_arms_side_by_side(gpu_host: dict[str, str], checkpoint: Path, tmp
     # its graph cap derived from its seqs.
     argv = h200["start"]["engine_argv"]
     assert (h200["gpu"], baseline["gpu"]) == ("h200", "l4")
-    sizes = list(itertools.takewhile(str.isdigit, argv[argv.index("--cudagraph-capture-sizes") + 1 :]))
-    assert _flag(argv, "--max-num-seqs") == "64" and sizes[-1] == "4096"
+    assert _flag(argv, "--max-num-seqs") == "64" and graph_sizes(argv)[-1] == 4096
     assert _flag(argv, "--gpu-memory-utilization") == "0.46"  # each of its two engines half the H200's
     assert float(_flag(baseline["start"]["engine_argv"], "--gpu-memory-utilization")) < 0.2  # the L4's share
     assert _flag(baseline["start"]["engine_argv"], "--max-num-seqs") == "32"

@@ -12,6 +12,7 @@ import os
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -333,18 +334,23 @@ def test_the_gpu_engines_env_points_the_four_caches_at_the_cache_dir(gpu_host: P
     assert off.engine.env.get("VLLM_CACHE_ROOT") == os.environ.get("VLLM_CACHE_ROOT")
 
 
+def _start_until(sup: Supervisor, saved: Callable[[], bool]) -> None:
+    """Start the engine, then wait (at most 20 s) for the caches' save, which runs in the background."""
+    try:
+        assert sup._start_engine()
+        deadline = time.monotonic() + 20
+        while not saved() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        sup.shutdown()
+
+
 def test_a_miss_is_saved_after_health_and_a_poisoned_cache_is_retried_once_without_it(
     gpu_host: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = tmp_path / "store"
     sup = _supervisor(gpu_host, tmp_path, compile_cache_url=str(store))
-    try:
-        assert sup._start_engine()
-        deadline = time.monotonic() + 20  # the save runs in the background
-        while not list(store.glob("*.json")) and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        sup.shutdown()
+    _start_until(sup, lambda: bool(list(store.glob("*.json"))))
     (pointer,) = store.glob("*.json")
     assert json.loads(pointer.read_text())["files"] == 2
 
@@ -377,13 +383,7 @@ def test_a_restored_start_that_compiles_more_stores_it_for_the_next(
     assert key is not None
     _fill(tmp_path / "gen1")
     assert _cache(store, tmp_path / "gen1", key.key).save()
-    try:
-        assert sup._start_engine()
-        deadline = time.monotonic() + 20  # the save runs in the background
-        while not (store / f"{key.key}.2.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        sup.shutdown()
+    _start_until(sup, (store / f"{key.key}.2.json").exists)
     assert json.loads((store / f"{key.key}.2.json").read_text())["files"] == 4 + 2  # with the engine's two
     sup = _supervisor(gpu_host, tmp_path, compile_cache_url=str(store))
     try:

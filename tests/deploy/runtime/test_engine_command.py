@@ -14,7 +14,7 @@ from app.gateway.settings import GatewaySettings
 from deploy.runtime.gpu_budget import BIG_CONFIG, FitError
 from deploy.runtime.settings import EngineSettings, SupervisorSettings
 from deploy.runtime.supervisor import engine_command, weights_command
-from tests.helpers.deploy import fake_nvidia_smi
+from tests.helpers.deploy import fake_nvidia_smi, graph_sizes
 
 pytestmark = pytest.mark.unit
 
@@ -38,13 +38,6 @@ def int4_model(tmp_path: Path) -> Path:
 
 def _flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
-
-
-def _sizes(argv: list[str]) -> list[int]:
-    """The CUDA-graph sizes the command asks for."""
-    at = argv.index("--cudagraph-capture-sizes") + 1
-    end = next((i for i in range(at, len(argv)) if not argv[i].isdigit()), len(argv))
-    return [int(a) for a in argv[at:end]]
 
 
 GATEWAY = GatewaySettings(served_model="dgemma-26b-w4a16", model_aliases="prod")
@@ -100,7 +93,7 @@ def test_weights_step_downloads_or_verifies() -> None:
     assert weights_command(SupervisorSettings(model_dir=Path("/w")))[-3:] == ["weights", "verify", "/w"]
 
 
-def test_the_gpu_it_runs_on_must_be_the_one_the_profile_sizes(int4_model: Path, an_l4: Path) -> None:
+def test_the_gpu_it_runs_on_must_be_the_one_the_profilegraph_sizes(int4_model: Path, an_l4: Path) -> None:
     fake_nvidia_smi(an_l4, "NVIDIA A100-SXM4-40GB", 40960)
     with pytest.raises(
         FitError,
@@ -159,7 +152,7 @@ def test_scheduling_flags_default_to_what_the_h200_arms_measured_best(int4_model
     # docs/engine-arms-h200/README.md: async scheduling off and full steps in CUDA graphs.
     assert "--no-async-scheduling" in argv and "--async-scheduling" not in argv
     # docs/cold-start-h200/arms: the profile's own sizes, to the 2048 cap, given as the list alone.
-    assert len(_sizes(argv)) == 75 and _sizes(argv)[-1] == 2048
+    assert len(graph_sizes(argv)) == 75 and graph_sizes(argv)[-1] == 2048
     assert "--max-cudagraph-capture-size" not in argv
     vllms = EngineSettings(
         engine_mode="gpu", model_dir=int4_model, engine_async_scheduling=True,
@@ -176,7 +169,7 @@ def test_scheduling_settings_from_the_environment(int4_model: Path, monkeypatch:
     settings = SupervisorSettings(engine_mode="gpu", model_dir=int4_model)
     assert settings.engine_async_scheduling is False and settings.engine_max_cudagraph_capture_size == 1024
     argv, _ = engine_command(GATEWAY, settings)
-    assert "--no-async-scheduling" in argv and _sizes(argv)[-1] == 1024
+    assert "--no-async-scheduling" in argv and graph_sizes(argv)[-1] == 1024
     with pytest.raises(ValueError, match="greater than or equal to 0"):
         EngineSettings(engine_max_cudagraph_capture_size=-1)
 
@@ -211,7 +204,7 @@ def test_engines_on_one_gpu_share_its_memory_and_take_ports_in_turn(int4_model: 
     assert _flag(first, "--gpu-memory-utilization") == _flag(second, "--gpu-memory-utilization") == "0.46"
     for flag in ("--max-num-seqs", "--kv-cache-memory-bytes"):
         assert _flag(first, flag) == _flag(alone, flag), flag
-    assert _sizes(first) == _sizes(alone)
+    assert graph_sizes(first) == graph_sizes(alone)
 
 
 def test_engines_whose_share_cannot_hold_the_model_are_refused(int4_model: Path) -> None:
@@ -250,7 +243,7 @@ def test_graph_sizes_the_start_and_the_load_format(int4_model: Path, monkeypatch
     """The start's knobs (issue 34): which CUDA graphs, how the engine core starts, how weights load."""
     argv, env = engine_command(GATEWAY, EngineSettings(engine_mode="gpu", model_dir=int4_model))
     assert env["VLLM_WORKER_MULTIPROC_METHOD"] == "fork" and "--load-format" not in argv
-    sizes = _sizes(argv)
+    sizes = graph_sizes(argv)
     assert len(sizes) == 75 and sizes[-1] == 2048
     monkeypatch.setenv("DGEMMA_ENGINE_CUDAGRAPH_SIZES", "vllm")
     monkeypatch.setenv("DGEMMA_ENGINE_MULTIPROC_METHOD", "spawn")
@@ -262,7 +255,7 @@ def test_graph_sizes_the_start_and_the_load_format(int4_model: Path, monkeypatch
     )
     explicit = EngineSettings(engine_mode="gpu", model_dir=int4_model, engine_cudagraph_sizes="64,8, 8")
     argv, _ = engine_command(GATEWAY, explicit)
-    assert _sizes(argv) == [8, 64] and "--max-cudagraph-capture-size" not in argv
+    assert graph_sizes(argv) == [8, 64] and "--max-cudagraph-capture-size" not in argv
     for bad in ("fast", "0,8", ""):
         with pytest.raises(ValueError, match=r"vllm, canvas|at least 1 token"):
             EngineSettings(engine_cudagraph_sizes=bad)
