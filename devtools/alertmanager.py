@@ -13,6 +13,7 @@ YAML library is needed and every value is escaped correctly.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -148,6 +149,14 @@ class Alertmanager:
                 total += float(match.group(2))
         return total
 
+    def reload(self, settings: Mapping[str, Any]) -> None:
+        """Replace the configuration with `settings` (a whole config, as `config` returns) and reload
+        it (POST /-/reload answers once the new routes are in place; alerts held are kept)."""
+        self.config_path.write_text(json.dumps(settings, indent=2))
+        response = httpx.post(f"{self.url}/-/reload", timeout=10, trust_env=False)
+        if response.status_code != 200:
+            raise RuntimeError(f"Alertmanager refused the config ({response.status_code}): {response.text}")
+
     def log(self) -> str:
         """Everything Alertmanager logged so far (logfmt, one event a line)."""
         return self.log_path.read_text(errors="replace")
@@ -157,13 +166,15 @@ class Alertmanager:
         return bool(wait_until(lambda: text in self.log(), timeout_s, interval_s=0.1))
 
 
-def ensure_installed() -> str:
-    """The binary's path, installing the Debian package first if it is missing (needs root and apt)."""
-    if found := shutil.which(BINARY):
+def ensure_installed(binary: str = BINARY, package: str = "prometheus-alertmanager") -> str:
+    """The binary's path, installing its Debian package first if it is missing (needs root and apt);
+    devtools.prometheus installs Prometheus the same way."""
+    if found := shutil.which(binary):
         return found
-    run = subprocess.run(["bash", str(INSTALL_SCRIPT)], capture_output=True, text=True)
-    if run.returncode != 0 or not (found := shutil.which(BINARY)):
-        raise RuntimeError(f"could not install {BINARY}:\n{(run.stdout + run.stderr)[-4000:]}")
+    env = {**os.environ, "PKG": package, "BIN": binary}
+    run = subprocess.run(["bash", str(INSTALL_SCRIPT)], capture_output=True, text=True, env=env)
+    if run.returncode != 0 or not (found := shutil.which(binary)):
+        raise RuntimeError(f"could not install {binary}:\n{(run.stdout + run.stderr)[-4000:]}")
     return found
 
 
@@ -200,21 +211,28 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 @contextmanager
 def alertmanager(
     root: Path,
-    receiver_url: str | Sequence[str],
+    receiver_url: str | Sequence[str] | None = None,
     *,
+    settings: Mapping[str, Any] | None = None,
     timeout_s: float = 20,
     log_level: str = "debug",
     **options: Any,
 ) -> Iterator[Alertmanager]:
     """Run Alertmanager (config, data and log under `root`) posting every alert to `receiver_url`
-    (`options`: the rest of `config`'s arguments) until the block ends; RuntimeError with its log
+    (`options`: the rest of `config`'s arguments), or configured by `settings`, a whole config (a
+    routing tree of several receivers), until the block ends; RuntimeError with its log
     tail if it does not become ready. At debug level
     the log shows each flush of a group, the first failed attempt of a notification (a repeated
     identical error is not logged again) and its success with the number of attempts."""
     binary = ensure_installed()
     root.mkdir(parents=True, exist_ok=True)
     config_path, storage, log_path = root / "alertmanager.json", root / "data", root / "alertmanager.log"
-    settings = config(receiver_url, **options)
+    if settings is None:
+        if receiver_url is None:
+            raise ValueError("alertmanager() needs receiver_url or settings")
+        settings = config(receiver_url, **options)
+    elif receiver_url is not None or options:
+        raise ValueError("settings is a whole config: give it without receiver_url or config's options")
     config_path.write_text(json.dumps(settings, indent=2))
     storage.mkdir(exist_ok=True)
     for _ in range(3):  # free_port() can lose its port to another process before Alertmanager binds it

@@ -4,7 +4,9 @@
   that reads it (listed here and nowhere else; an inherited field appears once, under the section
   declaring it);
 - docs/deploy.md, cold start: from deploy/cloud/coldstart.py;
-- terraform/README.md, inputs and outputs: from terraform/variables.tf and outputs.tf.
+- terraform/README.md, inputs and outputs: from terraform/variables.tf and outputs.tf;
+- monitoring/grafana/dgemma.json, whole: the PromQL panels of terraform/dashboards.yaml, the panels
+  Terraform makes Cloud Monitoring dashboards of.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+import yaml
 
 from app.alerts.settings import AlertRouterSettings
 from app.core.config import KitSettings, env_names
@@ -25,6 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_DOC = ROOT / "docs" / "operations.md"
 DEPLOY_DOC = ROOT / "docs" / "deploy.md"
 TERRAFORM_README = ROOT / "terraform" / "README.md"
+DASHBOARDS = ROOT / "terraform" / "dashboards.yaml"
+GRAFANA = ROOT / "monitoring" / "grafana" / "dgemma.json"
+# dashboards.yaml's units (Cloud Monitoring's) as Grafana's.
+GRAFANA_UNITS = {"s": "s", "ms": "ms", "1/s": "ops", "1/min": "opm", "1": "short", "10^2.%": "percentunit"}
 # (heading, section, the file that declares it, who reads it)
 SECTIONS: list[tuple[str, type[KitSettings], str, str]] = [
     ("Every process", KitSettings, "app/core/config.py", "every entry point"),
@@ -104,6 +112,41 @@ def terraform_tables() -> str:
     return "\n".join(rows)
 
 
+def grafana() -> str:
+    """One Grafana dashboard, a row per service, over a Prometheus data source picked at import (the
+    Cloud Run panels have no Prometheus series: Cloud Monitoring only)."""
+    source = {"type": "prometheus", "uid": "${datasource}"}
+    panels: list[dict[str, object]] = []
+    y = 0
+    for service in yaml.safe_load(DASHBOARDS.read_text()).values():
+        panels.append({
+            "type": "row", "title": service["title"], "id": len(panels) + 1, "collapsed": False,
+            "gridPos": {"x": 0, "y": y, "w": 24, "h": 1}, "panels": [],
+        })  # fmt: skip
+        y += 1
+        promql = [p for p in service["panels"] if "promql" in p]
+        for i, p in enumerate(promql):
+            panels.append({
+                "type": "timeseries", "title": p["title"], "id": len(panels) + 1, "datasource": source,
+                "gridPos": {"x": (i % 2) * 12, "y": y + (i // 2) * 8, "w": 12, "h": 8},
+                "fieldConfig": {"defaults": {"unit": GRAFANA_UNITS[p["unit"]]}, "overrides": []},
+                "targets": [
+                    {"refId": chr(ord("A") + j), "expr": q, "datasource": source}
+                    for j, q in enumerate(p["promql"])
+                ],
+            })  # fmt: skip
+        y += (len(promql) + 1) // 2 * 8
+    dashboard = {
+        "title": "DiffusionGemma kit", "uid": "dgemma-kit", "tags": ["dgemma"], "editable": True,
+        "schemaVersion": 39, "refresh": "1m", "time": {"from": "now-6h", "to": "now"},
+        "templating": {"list": [
+            {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus"}
+        ]},
+        "panels": panels,
+    }  # fmt: skip
+    return json.dumps(dashboard, indent=2) + "\n"
+
+
 def replace(text: str, marker: str, content: str) -> str:
     start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
     if start not in text or end not in text:
@@ -132,6 +175,13 @@ def main() -> int:
             stale.append(path.name)
             if not args.check:
                 path.write_text(new)
+    # Whole generated files.
+    for path, content in {GRAFANA: grafana()}.items():
+        if not path.exists() or path.read_text() != content:
+            stale.append(path.name)
+            if not args.check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(content)
     if args.check and stale:
         print(f"stale generated docs in {', '.join(stale)}: run `make docs`", file=sys.stderr)
         return 1

@@ -162,6 +162,49 @@ resource "google_cloud_run_v2_service" "router" {
       }
     }
 
+    # Google's Prometheus collector (monitoring.tf). It starts once the router container's startup
+    # probe has passed (depends_on, as Cloud Run's guide for it does), so the router container's start
+    # and its probe are as before; it scrapes /metrics over the instance's loopback.
+    containers {
+      name       = "collector"
+      image      = var.metrics_collector_image
+      depends_on = ["router"]
+
+      resources {
+        limits = {
+          cpu    = tostring(local.collector.cpu)
+          memory = "${local.collector.memory_mib}Mi"
+        }
+        cpu_idle = false # scrapes between requests (Cloud Run's advice for this collector)
+      }
+
+      volume_mounts {
+        name       = "metrics-config"
+        mount_path = "/etc/rungmp"
+      }
+
+      liveness_probe {
+        period_seconds    = 30
+        timeout_seconds   = 30
+        failure_threshold = 3
+        http_get {
+          path = "/liveness"
+          port = 13133
+        }
+      }
+    }
+
+    volumes {
+      name = "metrics-config"
+      secret {
+        secret = google_secret_manager_secret.metrics["router"].secret_id
+        items {
+          version = google_secret_manager_secret_version.metrics["router"].version
+          path    = "config.yaml"
+        }
+      }
+    }
+
     volumes {
       name = "api-keys"
       secret {
@@ -207,5 +250,7 @@ resource "google_cloud_run_v2_service" "router" {
     google_project_service.apis,
     google_secret_manager_secret_iam_member.router_reads_secrets,
     google_storage_bucket_iam_member.router_ledger, # its first delivery writes the ledger
+    google_secret_manager_secret_iam_member.router_reads_metrics_config,
+    google_project_iam_member.router_writes_metrics,
   ]
 }

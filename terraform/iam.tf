@@ -160,3 +160,49 @@ resource "google_cloud_run_v2_service_iam_member" "router_public" {
   role     = "roles/run.invoker"
   member   = "allUsers"
 }
+
+# Monitoring (monitoring.tf). Each service's collector writes its metrics with the service's identity:
+# roles/monitoring.metricWriter is the least role that writes time series, and it exists only
+# project-wide. Each identity reads its own collector's config, granted on that secret.
+resource "google_project_iam_member" "runtime_writes_metrics" {
+  project = var.project_id
+  role    = "roles/monitoring.metricWriter"
+  member  = "serviceAccount:${google_service_account.runtime.email}"
+}
+
+resource "google_project_iam_member" "router_writes_metrics" {
+  project = var.project_id
+  role    = "roles/monitoring.metricWriter"
+  member  = "serviceAccount:${google_service_account.router.email}"
+}
+
+resource "google_secret_manager_secret_iam_member" "runtime_reads_metrics_config" {
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.metrics["gateway"].secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.runtime.email}"
+}
+
+resource "google_secret_manager_secret_iam_member" "router_reads_metrics_config" {
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.metrics["router"].secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.router.email}"
+}
+
+# The GPU service's uptime check (off by default) calls it with an ID token of Cloud Monitoring's
+# service agent, which must be allowed to invoke it.
+data "google_project" "monitoring" {
+  count      = var.image != "" && var.gpu_uptime_check ? 1 : 0
+  project_id = var.project_id
+}
+
+resource "google_cloud_run_v2_service_iam_member" "uptime_check_invokes_gpu" {
+  count = var.image != "" && var.gpu_uptime_check ? 1 : 0
+
+  project  = var.project_id
+  location = var.region
+  name     = google_cloud_run_v2_service.gpu[0].name
+  role     = "roles/run.invoker"
+  member   = "serviceAccount:service-${data.google_project.monitoring[0].number}@gcp-sa-monitoring-notification.iam.gserviceaccount.com"
+}

@@ -38,9 +38,10 @@ resource "google_cloud_run_v2_service" "gpu" {
       }
 
       resources {
+        # The instance's cpu and memory, less the collector's share (main.tf).
         limits = {
-          cpu              = var.cpu
-          memory           = var.memory
+          cpu              = local.gpu_container.cpu
+          memory           = local.gpu_container.memory
           "nvidia.com/gpu" = "1"
         }
         cpu_idle          = false # GPU services need always-allocated CPU
@@ -95,6 +96,49 @@ resource "google_cloud_run_v2_service" "gpu" {
         http_get {
           path = "/healthz"
           port = 8080
+        }
+      }
+    }
+
+    # Google's Prometheus collector (monitoring.tf). It starts once the dgemma container's startup
+    # probe has passed (depends_on, as Cloud Run's guide for it does), so the dgemma container's start
+    # and its probe are as before; it scrapes /metrics over the instance's loopback.
+    containers {
+      name       = "collector"
+      image      = var.metrics_collector_image
+      depends_on = ["dgemma"]
+
+      resources {
+        limits = {
+          cpu    = tostring(local.collector.cpu)
+          memory = "${local.collector.memory_mib}Mi"
+        }
+        cpu_idle = false # scrapes between requests (Cloud Run's advice for this collector)
+      }
+
+      volume_mounts {
+        name       = "metrics-config"
+        mount_path = "/etc/rungmp"
+      }
+
+      liveness_probe {
+        period_seconds    = 30
+        timeout_seconds   = 30
+        failure_threshold = 3
+        http_get {
+          path = "/liveness"
+          port = 13133
+        }
+      }
+    }
+
+    volumes {
+      name = "metrics-config"
+      secret {
+        secret = google_secret_manager_secret.metrics["gateway"].secret_id
+        items {
+          version = google_secret_manager_secret_version.metrics["gateway"].version
+          path    = "config.yaml"
         }
       }
     }
@@ -159,5 +203,7 @@ resource "google_cloud_run_v2_service" "gpu" {
     google_secret_manager_secret_iam_member.runtime_reads_api_keys,
     google_secret_manager_secret_iam_member.runtime_reads_calibration,
     google_storage_bucket_iam_member.runtime_reads_weights,
+    google_secret_manager_secret_iam_member.runtime_reads_metrics_config,
+    google_project_iam_member.runtime_writes_metrics,
   ]
 }

@@ -353,7 +353,7 @@ variable "router_memory" {
 
 variable "router_min_instance_count" {
   type        = number
-  description = "Router instances kept up. 1 (default): no cold start inside the sender's deadline, and a page sent unclassified (the GPU service cold or down) is classified and updated as soon as the service answers, for the price of one always-on instance (1 vCPU, 512 MiB: about $50 a month at Cloud Run's instance-based rates). 0: nothing is paid while no alert comes; a pending classification is resumed by the next instance that starts (the next delivery of any alert: Alertmanager re-sends a firing group every repeat_interval, 4 h by default), and the first delivery after idle waits out a cold start of a few seconds."
+  description = "Router instances kept up. 1 (default): no cold start inside the sender's deadline, and a page sent unclassified (the GPU service cold or down) is classified and updated as soon as the service answers, for the price of one always-on instance (1 vCPU, 512 MiB, and as much again for its metrics collector: about $100 a month at Cloud Run's instance-based rates). 0: nothing is paid while no alert comes; a pending classification is resumed by the next instance that starts (the next delivery of any alert: Alertmanager re-sends a firing group every repeat_interval, 4 h by default), and the first delivery after idle waits out a cold start of a few seconds."
   default     = 1
 
   validation {
@@ -433,4 +433,51 @@ variable "budget_amount" {
     condition     = (var.billing_account == "") == (var.budget_amount == 0)
     error_message = "budget_amount and billing_account go together: a budget needs both, no budget neither."
   }
+}
+
+// monitoring (monitoring.tf)
+
+variable "metrics_collector_image" {
+  type        = string
+  description = "Google's Managed Service for Prometheus collector for Cloud Run, beside each service's container (GoogleCloudPlatform/run-gmp-sidecar; pinned: a new version is a reviewed change)."
+  default     = "us-docker.pkg.dev/cloud-ops-agents-artifacts/cloud-run-gmp-sidecar/cloud-run-gmp-sidecar:1.7.0"
+}
+
+variable "notification_channels" {
+  type        = list(string)
+  description = "Cloud Monitoring notification channels (projects/P/notificationChannels/ID) of the kit's alert policies. Empty: the policies open incidents in the console and notify no one."
+  default     = []
+
+  validation {
+    condition     = alltrue([for c in var.notification_channels : can(regex("^projects/[^/]+/notificationChannels/[^/]+$", c))])
+    error_message = "notification_channels must be written projects/PROJECT/notificationChannels/ID."
+  }
+}
+
+variable "deadman_notification_channels" {
+  type        = list(string)
+  description = "Channels of the dead-man's switch and the router's uptime: a way to people that does not pass through the alert router (e-mail, SMS, a pager's own integration), since these say the router may not be paging."
+  default     = []
+
+  validation {
+    condition     = alltrue([for c in var.deadman_notification_channels : can(regex("^projects/[^/]+/notificationChannels/[^/]+$", c))])
+    error_message = "deadman_notification_channels must be written projects/PROJECT/notificationChannels/ID."
+  }
+}
+
+variable "alerts_pending_alert_minutes" {
+  type        = number
+  description = "Alert when a page sent unclassified has waited this long for its classification (the decision service still away)."
+  default     = 15
+
+  validation {
+    condition     = var.alerts_pending_alert_minutes >= 1 && var.alerts_pending_alert_minutes <= 30
+    error_message = "alerts_pending_alert_minutes must be 1 to 30 (the router stops trying after 30 min)."
+  }
+}
+
+variable "gpu_uptime_check" {
+  type        = bool
+  description = "An uptime check of the GPU service every 15 min. Off by default: each check starts an L4 instance when none runs, which keeps one up around the clock (terraform/README.md, Monitoring)."
+  default     = false
 }

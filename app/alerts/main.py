@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from wsgiref.simple_server import WSGIServer
 
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry, start_http_server
 from pydantic import SecretStr
 
 from app.alerts import routes
@@ -19,6 +21,7 @@ from app.alerts.settings import AlertRouterSettings
 from app.alerts.sinks import Sink, build_sinks
 from app.alerts.store import GcsStore, ObjectStore
 from app.alerts.triage import Triage
+from app.core.config import ConfigError
 from app.core.http_errors import install_error_handlers
 from app.core.identity import IdTokens
 from app.core.observability import RequestContextMiddleware
@@ -49,6 +52,16 @@ def sender_auth(settings: AlertRouterSettings) -> dict[Source, SenderAuth]:
             allow_open=open_,
         ),
     }
+
+
+def metrics_listener(port: int, registry: CollectorRegistry) -> WSGIServer:
+    """prometheus-client's HTTP server for `registry` on 127.0.0.1:`port`, in a thread of its own.
+    Raises ConfigError when the port cannot be taken."""
+    try:
+        server, _ = start_http_server(port, addr="127.0.0.1", registry=registry)
+    except OSError as e:
+        raise ConfigError(f"DGEMMA_ALERTS_METRICS_PORT {port}: {e.strerror or e}") from e
+    return server
 
 
 def create_router_app(
@@ -92,10 +105,15 @@ def create_router_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        port = settings.alerts_metrics_port
+        exporter = metrics_listener(port, metrics.registry) if port else None
         await triage.start()
         try:
             yield
         finally:
+            if exporter is not None:
+                exporter.shutdown()
+                exporter.server_close()
             await triage.aclose()
             triage.audit.close()
             for sink in sinks.values():

@@ -22,6 +22,11 @@ class AlertRouterSettings(KitSettings):
         8090, validation_alias=AliasChoices("PORT", "DGEMMA_ALERTS_PORT"), ge=1, le=65535
     )
     """Router port. Cloud Run's `PORT` (the router's own service) wins over `DGEMMA_ALERTS_PORT`."""
+    alerts_metrics_port: int | None = Field(None, ge=1, le=65535)
+    """A second listener, on 127.0.0.1, serving `/metrics` alone without credentials: for a collector
+    in the same Cloud Run instance (Google's Prometheus sidecar cannot send a sender's token; Cloud
+    Run sends outside requests to the container's port only). Unset: none; the router's own `/metrics`
+    asks for any sender's credential."""
     alerts_policy_file: Path = DEFAULT_POLICY
     """The routing policy (TOML): questions, thresholds, uncertain band, teams, routes, sinks; checked
     at start. The default classifies into three example teams and prints pages to the console."""

@@ -20,6 +20,7 @@ HOST_ESTIMATES: dict[str, tuple[float, str]] = {
     ),
     "gateway": (0.2, "measured here: gateway and supervisor RSS on the CPU stack (~0.08 GiB each)"),
     "gcsfuse": (0.64, "published: gcsfuse buffered reads hold at most 640 MB (release notes 3.3.0)"),
+    "collector": (0.5, "set: the Prometheus collector's memory limit (terraform/main.tf, local.collector)"),
     "headroom": (1.0, "estimate: kernel, page tables, Python heaps growing under load"),
 }
 
@@ -70,6 +71,7 @@ def host_budget(
             HOST_ESTIMATES["gcsfuse"][0] if mode == "gcs_fuse" else 0.0,
             HOST_ESTIMATES["gcsfuse"][1],
         ),
+        ("metrics collector", *HOST_ESTIMATES["collector"]),
         ("headroom", *HOST_ESTIMATES["headroom"]),
     ]
     return b

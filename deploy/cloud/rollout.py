@@ -40,9 +40,11 @@ from deploy.cloud.shell import Shell
 from deploy.cloud.terraform import (
     GPU_INVOKERS,
     GPU_SERVICE,
+    MONITORING,
     ROUTER_SECRETS,
     WEIGHTS_BUCKET,
     Terraform,
+    module_resources,
     revision_suffix,
     tfvars,
 )
@@ -272,7 +274,12 @@ def _images(r: Rollout) -> int | None:
     r.base = tfvars(r.cfg, r.mode, image=image, router_image=router_image, invokers=r.invokers)
     r.suffix = revision_suffix(r.sha, r.base)
     if r.live is not None and r.live.serving == r.revision:
-        r.shell.console.print(f"nothing to do: {r.revision} already serves this commit and these settings")
+        if all(r.history.applied.get(name) == r.base[name] for name in MONITORING):
+            done = f"nothing to do: {r.revision} already serves this commit and these settings"
+            r.shell.console.print(done)
+            return 0
+        # Only monitoring changed (notification channels, uptime check): applied, no revision made.
+        r.phase(r.revision, "", "the monitoring settings (the same revision serves)", gpu_only=False)
         return 0
     return None
 
@@ -399,6 +406,15 @@ def _plan(r: Rollout) -> int:
 PLAN = (STEPS[0], STEPS[1], Step("terraform plan: what the deploy would change", _plan))
 
 
+def show_module(console: Console) -> None:
+    """The resources the deploy's applies manage (terraform/), a service's containers with it; one
+    line each, never wrapped, so that the list can be searched."""
+    console.print("## what terraform/ makes (some only once an image, a router or a flag asks for it)")
+    for file, resource, containers in module_resources():
+        with_containers = f" (containers: {', '.join(containers)})" if containers else ""
+        console.print(f"   {file:<14} {resource}{with_containers}", markup=False, soft_wrap=True)
+
+
 @contextlib.contextmanager
 def shown(progress: Progress | None, shell: Shell, text: str) -> Iterator[None]:
     """A line on the progress display (step, elapsed time), ticked off when done; in a dry run, a
@@ -424,6 +440,8 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
         list(cfg.targets), cfg.latency_seconds, cfg.throughput_seconds
     )
     shell = Shell(console, cfg.directory, dry_run=cfg.dry_run)
+    if cfg.dry_run:
+        show_module(console)
     r = Rollout(cfg, shell, profile, id_tokens(cfg.id_token))
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with contextlib.ExitStack() as stack:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,11 @@ FIXED = {
     "router_max_instance_count": "3: an alert storm and a rollout's overlap (the ledger keeps one page each)",
     "alerts_ledger_days": "30 days: an alert firing longer pages again once, a reminder",
     "alerts_decision_budget_s": "5 s, inside Alertmanager's shortest 10 s notification deadline",
+    "metrics_collector_image": "Google's Prometheus collector for Cloud Run, pinned in the module",
+    "alerts_pending_alert_minutes": "15 min, as monitoring/prometheus's DgemmaAlertsClassificationsWaiting",
 }
+# Variables that shape only monitoring: a change to them makes no new revision.
+MONITORING = ("notification_channels", "deadman_notification_channels", "gpu_uptime_check")
 # The GPU service and who may call it: a candidate is applied to these alone (with what they depend
 # on), so the alert router, which pages people, changes only once the gate has passed.
 GPU_SERVICE = "module.dgemma.google_cloud_run_v2_service.gpu"
@@ -121,7 +126,29 @@ def tfvars(
         "router_min_instance_count": cfg.router_min_instances,
         "billing_account": cfg.billing_account,
         "budget_amount": cfg.budget,
+        "notification_channels": list(cfg.notification_channels),
+        "deadman_notification_channels": list(cfg.deadman_channels),
+        "gpu_uptime_check": cfg.gpu_uptime_check,
     }
+
+
+_BLOCK = re.compile(r'^(resource|data) "(\w+)" "(\w+)" \{', re.M)
+_CONTAINER = re.compile(r'^\s+containers \{\s*\n\s+name\s+=\s+"([^"]+)"', re.M)
+
+
+def module_resources() -> list[tuple[str, str, list[str]]]:
+    """What the module may make, read from its files: (file, TYPE.NAME, a service's containers).
+    A dry run shows it: the deploy's applies are of this module."""
+    found = []
+    for path in sorted(TERRAFORM_DIR.glob("*.tf")):
+        text = path.read_text()
+        blocks = list(_BLOCK.finditer(text))
+        ends = [b.start() for b in blocks[1:]] + [len(text)]
+        for block, end in zip(blocks, ends[: len(blocks)], strict=True):
+            if block.group(1) == "resource":
+                body = text[block.end() : end]
+                found.append((path.name, f"{block.group(2)}.{block.group(3)}", _CONTAINER.findall(body)))
+    return found
 
 
 def revision_suffix(sha: str, variables: dict[str, Any]) -> str:
@@ -130,7 +157,7 @@ def revision_suffix(sha: str, variables: dict[str, Any]) -> str:
     relevant = {
         k: v
         for k, v in variables.items()
-        if k not in ("serving_revision", "candidate_revision", "revision_suffix")
+        if k not in ("serving_revision", "candidate_revision", "revision_suffix", *MONITORING)
     }
     digest = hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:8]
     return f"{sha[:7]}-{digest}"

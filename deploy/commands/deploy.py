@@ -125,7 +125,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=default("router_min_instances"),
         metavar="N",
-        help="router instances kept up: 1 answers at once (~$50 a month), 0 costs nothing idle (%(default)s)",
+        help="router instances kept up: 1 answers at once (~$100 a month with its metrics collector), "
+        "0 costs nothing idle (%(default)s)",
+    )
+    monitoring = parser.add_argument_group("monitoring (Cloud Monitoring: terraform/README.md, Monitoring)")
+    monitoring.add_argument(
+        "--notify",
+        action="append",
+        dest="notification_channels",
+        metavar="CHANNEL",
+        help="a notification channel of the kit's alert policies, projects/P/notificationChannels/ID "
+        "(repeat; none: incidents in the console only)",
+    )
+    monitoring.add_argument(
+        "--deadman-notify",
+        action="append",
+        dest="deadman_channels",
+        metavar="CHANNEL",
+        help="a channel of the router's dead-man's switch and uptime alerts: one that does not pass "
+        "through the router (repeat)",
+    )
+    monitoring.add_argument(
+        "--gpu-uptime-check",
+        action="store_true",
+        help="an uptime check of the GPU service every 15 min: it keeps an L4 up around the clock "
+        "(about $1,022 a month)",
     )
     gate = parser.add_argument_group("gate")
     gate.add_argument(

@@ -33,6 +33,7 @@ def terraform_eval(
     validation blocks included) and its provider-free locals are copied into `workdir`, which then needs
     no provider. The values by name, or Terraform's error text when a validation refuses the variables."""
     (workdir / "variables.tf").write_text((TERRAFORM / "variables.tf").read_text())
+    (workdir / "dashboards.yaml").write_text((TERRAFORM / "dashboards.yaml").read_text())  # local.dashboards
     locals_block = re.search(r"^locals \{.*?^\}", (TERRAFORM / "main.tf").read_text(), re.S | re.M)
     assert locals_block, "terraform/main.tf has no locals block"
     outputs = "".join(f'output "{name}" {{\n  value = {expr}\n}}\n' for name, expr in expressions.items())

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from app.alerts.policy import Policy
 from app.alerts.settings import AlertRouterSettings
@@ -23,6 +24,7 @@ from app.jev.wire import ReadPolicy
 from deploy.cloud.checks import L4_REGIONS, check_alerts_policy, check_calibration, image_served_model
 from deploy.cloud.coldstart import total
 from deploy.cloud.config import SENDERS, DeployConfig
+from deploy.cloud.host_budget import HOST_ESTIMATES
 from deploy.cloud.terraform import OUTPUTS, revision_suffix, tfvars
 from deploy.runtime.settings import WEIGHTS_MODES, EngineSettings, SupervisorSettings
 from loadtest.settings import LoadtestSettings
@@ -34,6 +36,7 @@ BASE = {"project_id": "my-gpu-project", "region": "europe-west4"}
 GPU_SERVICE_LIMIT_S = 1800  # Cloud Run's startup-probe window for GPU services
 REQUEST_TIMEOUT_LIMIT_S = 3600
 DIGEST = "europe-west4-docker.pkg.dev/p/r/dgemma@sha256:" + "a" * 64
+RULES_TEXT = (TERRAFORM.parent / "monitoring" / "prometheus" / "dgemma.rules.yml").read_text()
 
 
 def _variables() -> dict[str, dict[str, Any]]:
@@ -277,14 +280,17 @@ def test_only_the_router_is_public_and_no_secret_value_enters_the_state() -> Non
         for kind, name, body in _resources(path)
         if kind == "google_secret_manager_secret_version"
     ]
-    assert [(n, b["secret_data"]) for _, n, b in versions] == [
+    assert sorted((n, b["secret_data"]) for _, n, b in versions) == [
         ("alerts_policy", "${var.alerts_policy}"),
         ("calibration", "${var.calibration}"),
+        ("metrics", "${each.value.config}"),  # the collectors' configs (local.metrics_collectors)
     ]
-    assert versions[0][2]["secret"] == '${google_secret_manager_secret.alerts["policy"].id}'
-    assert versions[1][2]["secret"] == "${google_secret_manager_secret.calibration[0].id}"
+    secrets = {n: b["secret"] for _, n, b in versions}
+    assert secrets["alerts_policy"] == '${google_secret_manager_secret.alerts["policy"].id}'
+    assert secrets["calibration"] == "${google_secret_manager_secret.calibration[0].id}"
+    assert secrets["metrics"] == "${google_secret_manager_secret.metrics[each.key].id}"
     text = _all_text()
-    assert text.count("secret_data") == 2
+    assert text.count("secret_data") == 3
     assert not re.search(r"DGEMMA_API_KEYS\s*=", text), "keys come from the mounted secret file only"
     secret_env = r"DGEMMA_ALERTS_((ALERTMANAGER|GRAFANA|CLOUD_MONITORING)_(TOKEN|BASIC)|GATEWAY_API_KEY)\s*="
     assert not re.search(secret_env, text), "the senders' tokens and the gateway's key come from secrets"
@@ -309,6 +315,13 @@ def test_the_router_is_the_only_new_invoker_of_the_gpu_service() -> None:
             "serviceAccount:${google_service_account.router.email}",
             "roles/run.invoker",
             '${var.image == "" || var.router_image == "" ? 0 : 1}',
+        ),
+        (  # only with gpu_uptime_check (test_the_gpu_uptime_check_is_off_unless_asked_and_then_may_invoke)
+            "uptime_check_invokes_gpu",
+            "serviceAccount:service-${data.google_project.monitoring[0].number}"
+            "@gcp-sa-monitoring-notification.iam.gserviceaccount.com",
+            "roles/run.invoker",
+            '${var.image != "" && var.gpu_uptime_check ? 1 : 0}',
         ),
     ]
 
@@ -342,7 +355,8 @@ def test_the_routers_secret_grants_are_secret_level_and_cover_exactly_its_secret
     sinks = {k: v for k, v in got["ids"].items() if k.startswith("sink-")}
     assert sinks == {f"sink-{n}": deploy.sink_secret(n) for n in variables.get("alerts_sink_secrets", [])}
     # One secret resource per id, and one secret-level grant per secret the router reads (its own and
-    # the gateway's API keys); the router's identity has no other grant, nothing project-wide.
+    # the gateway's API keys, and its metrics collector's config); the router's identity has no other
+    # grant, and project-wide only the metrics writer's role (test_monitoring_grants_are_the_least).
     (secret,) = [b for k, n, b in _resources(TERRAFORM / "alerts.tf") if k == "google_secret_manager_secret"]
     assert secret["for_each"] == "${local.alerts_secret_ids}" and secret["secret_id"] == "${each.value}"
     router_grants = {
@@ -355,6 +369,8 @@ def test_the_routers_secret_grants_are_secret_level_and_cover_exactly_its_secret
         ("google_secret_manager_secret_iam_member", "router_reads_secrets"),
         ("google_cloud_run_v2_service_iam_member", "router_invokes_gpu"),
         ("google_storage_bucket_iam_member", "router_ledger"),
+        ("google_secret_manager_secret_iam_member", "router_reads_metrics_config"),
+        ("google_project_iam_member", "router_writes_metrics"),
     }
     # The ledger: objects of its own bucket only (no bucket settings, no other bucket).
     ledger = router_grants[("google_storage_bucket_iam_member", "router_ledger")]
@@ -368,7 +384,7 @@ def test_the_routers_secret_grants_are_secret_level_and_cover_exactly_its_secret
     )
     # What the router mounts or reads as env is among what it is granted.
     used = set(re.findall(r"google_secret_manager_secret\.(\w+)", str(_router())))
-    assert used == {"api_keys", "alerts"}
+    assert used == {"api_keys", "alerts", "metrics"}
 
 
 def test_the_router_env_is_what_its_settings_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -434,7 +450,7 @@ def test_the_router_scales_out_on_a_shared_ledger_that_expires() -> None:
     assert "google_storage_bucket_iam_member.router_ledger" in str(router.get("depends_on"))
     assert 1 < template["max_instance_request_concurrency"] <= 1000
     assert "node_selector" not in template  # CPU only
-    (container,) = template["containers"]
+    container = _containers(router)["router"]  # and its metrics collector (the test below)
     resources = container["resources"][0]
     assert resources["cpu_idle"] is False
     assert set(resources["limits"]) == {"cpu", "memory"}
@@ -526,21 +542,33 @@ def test_least_privilege_for_the_runtime_identity() -> None:
         for kind, name, body in iam
         if "google_service_account.runtime" in str(body.get("member", ""))
     ]
-    assert sorted(runtime_grants) == [
-        (
-            "google_secret_manager_secret_iam_member",
-            "runtime_reads_api_keys",
-            "roles/secretmanager.secretAccessor",
-        ),
-        (
-            "google_secret_manager_secret_iam_member",
-            "runtime_reads_calibration",
-            "roles/secretmanager.secretAccessor",
-        ),
-        ("google_storage_bucket_iam_member", "runtime_reads_compile_cache", "roles/storage.objectViewer"),
-        ("google_storage_bucket_iam_member", "runtime_reads_weights", "roles/storage.objectViewer"),
-        ("google_storage_bucket_iam_member", "runtime_writes_compile_cache", "roles/storage.objectCreator"),
-    ]
+    assert sorted(runtime_grants) == sorted(
+        [
+            (
+                "google_secret_manager_secret_iam_member",
+                "runtime_reads_api_keys",
+                "roles/secretmanager.secretAccessor",
+            ),
+            (
+                "google_secret_manager_secret_iam_member",
+                "runtime_reads_calibration",
+                "roles/secretmanager.secretAccessor",
+            ),
+            ("google_storage_bucket_iam_member", "runtime_reads_compile_cache", "roles/storage.objectViewer"),
+            ("google_storage_bucket_iam_member", "runtime_reads_weights", "roles/storage.objectViewer"),
+            (
+                "google_storage_bucket_iam_member",
+                "runtime_writes_compile_cache",
+                "roles/storage.objectCreator",
+            ),
+            ("google_project_iam_member", "runtime_writes_metrics", "roles/monitoring.metricWriter"),
+            (
+                "google_secret_manager_secret_iam_member",
+                "runtime_reads_metrics_config",
+                "roles/secretmanager.secretAccessor",
+            ),
+        ]
+    )
     calibration_grant = next(body for _, name, body in iam if name == "runtime_reads_calibration")
     assert calibration_grant["count"] == '${var.calibration == "" ? 0 : 1}'  # only when a file is set
     assert calibration_grant["secret_id"] == "${google_secret_manager_secret.calibration[0].secret_id}"
@@ -634,3 +662,110 @@ def test_the_kept_weights_bucket_is_imported_into_a_resource_of_the_module(tmp_p
     assert validate(same_shape).returncode == 0
     refused = validate(same_shape.replace(name, "nowhere"))
     assert refused.returncode != 0 and "import target does not exist" in refused.stderr
+
+
+def _containers(service: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in service["template"][0]["containers"]}
+
+
+@pytest.mark.parametrize(("cpu", "memory"), [("8", "32Gi"), ("4", "16Gi")])
+def test_each_service_runs_a_metrics_collector_after_its_container(
+    tmp_path: Path, cpu: str, memory: str
+) -> None:
+    """The service's container keeps its probes and starts first; the collector starts after it (its
+    startup probe passed), scrapes the port where that container serves its metrics under the Prometheus
+    rules' job name, and its share comes out of the instance's cpu and memory."""
+    gpu, router = _containers(_service()), _containers(_router())
+    assert list(gpu) == ["dgemma", "collector"] and list(router) == ["router", "collector"]
+    for containers, app in ((gpu, "dgemma"), (router, "router")):
+        collector = containers["collector"]
+        assert collector["depends_on"] == [app] and "startup_probe" not in collector
+        assert collector["image"] == "${var.metrics_collector_image}"
+        assert collector["volume_mounts"][0]["mount_path"] == "/etc/rungmp"  # config.yaml, the secret's
+        assert collector["liveness_probe"][0]["http_get"][0] == {"path": "/liveness", "port": 13133}
+        assert containers[app]["startup_probe"][0]["http_get"][0] == {"path": "/readyz", "port": 8080}
+    exprs = {
+        "gpu": "local.gpu_container", "collector": "local.collector",
+        "collectors": "local.metrics_collectors", "router_env": "local.router_env",
+    }  # fmt: skip
+    got = terraform_eval(tmp_path, exprs, {**BASE, "cpu": cpu, "memory": memory})
+    assert isinstance(got, dict), got
+    # Cloud Run adds up the containers' limits: the instance stays at `cpu` and `memory`.
+    assert int(got["gpu"]["cpu"]) + got["collector"]["cpu"] == int(cpu)
+    gpu_mib = int(got["gpu"]["memory"].removesuffix("Mi"))
+    assert gpu_mib + got["collector"]["memory_mib"] == int(memory.removesuffix("Gi")) * 1024
+    assert HOST_ESTIMATES["collector"][0] * 1024 == got["collector"]["memory_mib"], "the fit counts it"
+    metrics_port = int(got["router_env"]["DGEMMA_ALERTS_METRICS_PORT"])
+    assert AlertRouterSettings(alerts_metrics_port=metrics_port).alerts_metrics_port == metrics_port
+    for key, job, port in (("gateway", "dgemma-gateway", 8080), ("router", "dgemma-router", metrics_port)):
+        config = yaml.safe_load(got["collectors"][key]["config"])
+        # What the collector refuses to start without (run-gmp-sidecar's confgenerator).
+        assert (config["apiVersion"], config["kind"]) == ("monitoring.googleapis.com/v1beta", "RunMonitoring")
+        assert config["metadata"]["name"] == job, "the `job` label the Prometheus rules and policies use"
+        (endpoint,) = config["spec"]["endpoints"]
+        assert (endpoint["port"], endpoint["path"]) == (str(port), "/metrics")
+        interval, timeout = (int(endpoint[k].removesuffix("s")) for k in ("interval", "timeout"))
+        assert timeout <= interval
+    assert job in RULES_TEXT
+
+
+def test_the_dead_mans_switch_notifies_around_the_router(tmp_path: Path) -> None:
+    deployed = {**BASE, "image": DIGEST, "router_image": DIGEST}
+    got = terraform_eval(tmp_path, {"policies": "local.alert_policies"}, deployed)
+    assert isinstance(got, dict), got
+    policies = got["policies"]
+    assert {name for name, p in policies.items() if p["deadman"]} == {"heartbeat"}
+    assert "absent_over_time(dgemma_alerts_heartbeat_timestamp_seconds" in policies["heartbeat"]["query"]
+    resources = {name: body for _, name, body in _resources(TERRAFORM / "monitoring.tf")}
+    assert resources["kit"]["notification_channels"] == (
+        "${each.value.deadman ? var.deadman_notification_channels : var.notification_channels}"
+    )
+    assert resources["uptime"]["notification_channels"] == (
+        '${each.key == "router" ? var.deadman_notification_channels : var.notification_channels}'
+    )
+    assert resources["slo_burn"]["notification_channels"] == "${var.notification_channels}"
+    # The same thresholds as the Prometheus rules: a fallback page waiting, the heartbeat's age.
+    minutes = _variables()["alerts_pending_alert_minutes"]["default"]
+    assert f"dgemma_alerts_pending_oldest_seconds) > {minutes * 60}" in RULES_TEXT
+    assert f"> {minutes * 60}" in policies["classifications_waiting"]["query"]
+    assert "> 600" in policies["heartbeat"]["query"] and "> 600" in RULES_TEXT
+    # Each policy only once its service exists.
+    infrastructure = terraform_eval(tmp_path, {"policies": "local.alert_policies"}, BASE)
+    assert infrastructure == {"policies": {}}
+
+
+def test_the_dashboards_tile_without_overlap_and_read_each_services_own_series(tmp_path: Path) -> None:
+    got = terraform_eval(tmp_path, {"dashboards": "local.dashboards_json"}, BASE)
+    assert isinstance(got, dict), got
+    for key, service in (("gateway", "dgemma"), ("router", "dgemma-router")):
+        dashboard = json.loads(got["dashboards"][key])
+        assert dashboard["displayName"].endswith(f": {service}")
+        tiles = dashboard["mosaicLayout"]["tiles"]
+        cells = [
+            (t["xPos"] + dx, t["yPos"] + dy)
+            for t in tiles
+            for dx in range(t["width"])
+            for dy in range(t["height"])
+        ]
+        assert len(cells) == len(set(cells))
+        assert max(x for x, _ in cells) < dashboard["mosaicLayout"]["columns"]
+        for tile in tiles:
+            for data_set in tile["widget"]["xyChart"]["dataSets"]:
+                query = data_set["timeSeriesQuery"]
+                narrowed = query.get("prometheusQuery") or query["timeSeriesFilter"]["filter"]
+                mine = (f'namespace="{service}"', f'"service_name"="{service}"')
+                assert any(m in narrowed for m in mine), narrowed
+
+
+def test_the_gpu_uptime_check_is_off_unless_asked_and_then_may_invoke() -> None:
+    assert _variables()["gpu_uptime_check"]["default"] is False
+    monitoring = {
+        name: body for kind, name, body in _resources(TERRAFORM / "monitoring.tf") if "uptime_check" in kind
+    }
+    assert monitoring["gpu"]["count"] == '${var.image != "" && var.gpu_uptime_check ? 1 : 0}'
+    assert monitoring["gpu"]["http_check"][0]["service_agent_authentication"] == [{"type": "OIDC_TOKEN"}]
+    assert "service_agent_authentication" not in monitoring["router"]["http_check"][0]  # it is public
+    iam = {name: body for _, name, body in _resources(TERRAFORM / "iam.tf")}
+    grant = iam["uptime_check_invokes_gpu"]
+    assert grant["count"] == monitoring["gpu"]["count"] and grant["role"] == "roles/run.invoker"
+    assert "@gcp-sa-monitoring-notification.iam.gserviceaccount.com" in grant["member"]

@@ -187,6 +187,17 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
     ]
     positions = [out.index(s) for s in steps]
     assert positions == sorted(positions), out
+    # What the module makes: a metrics collector beside each service's container, and the monitoring.
+    made = out[: out.index(steps[0])]
+    assert "google_cloud_run_v2_service.gpu (containers: dgemma, collector)" in made
+    assert "google_cloud_run_v2_service.router (containers: router, collector)" in made
+    for resource in (
+        "google_project_iam_member.runtime_writes_metrics", "google_monitoring_dashboard.services",
+        "google_monitoring_slo.availability", "google_monitoring_slo.latency",
+        "google_monitoring_alert_policy.slo_burn", "google_monitoring_alert_policy.kit",
+        "google_monitoring_uptime_check_config.router", "google_monitoring_alert_policy.uptime",
+    ):  # fmt: skip
+        assert resource in made, resource
     tfvars = out.split(f"--- {cloud.work.resolve() / 'terraform.tfvars.json'}\n")[1]
     variables = json.loads(tfvars[: tfvars.index("\n}\n") + 3])
     assert variables["project_id"] == PROJECT and variables["region"] == REGION
@@ -384,6 +395,22 @@ def test_a_missing_weights_bucket_is_created_not_imported(cloud: Cloud) -> None:
     done = cloud.deploy()
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert cloud.state["imports"] == {} and WEIGHTS_BUCKET in cloud.state["buckets"]
+
+
+def test_notification_channels_reach_the_module_and_a_bad_one_stops_first(cloud: Cloud) -> None:
+    alerts, deadman = (
+        f"projects/{PROJECT}/notificationChannels/123",
+        f"projects/{PROJECT}/notificationChannels/456",
+    )
+    done = cloud.deploy("--dry-run", "--notify", alerts, "--deadman-notify", deadman, "--gpu-uptime-check")
+    assert done.returncode == 0, done.stderr[-2000:]
+    tfvars = done.stdout.split(f"--- {cloud.work.resolve() / 'terraform.tfvars.json'}\n")[1]
+    variables = json.loads(tfvars[: tfvars.index("\n}\n") + 3])
+    assert variables["notification_channels"] == [alerts]
+    assert variables["deadman_notification_channels"] == [deadman] and variables["gpu_uptime_check"] is True
+    bad = cloud.deploy("--dry-run", "--notify", "pagerduty")
+    assert bad.returncode == 2 and "--notify" in bad.stderr and "notificationChannels/ID" in bad.stderr
+    assert cloud.state["calls"] == [], "refused before any tool"
 
 
 def test_the_dry_run_shows_a_new_sinks_two_steps(cloud: Cloud) -> None:
