@@ -164,6 +164,8 @@ def test_every_metric_and_label_the_kit_names_is_exported(service: str, router: 
         url: httpx.get(f"{url}/metrics", headers={"authorization": auth}).text
         for url, auth in ((service, "Bearer any"), (router, "Bearer am"))
     }
+    for url, text in pages.items():  # what a collector writes per scrape (terraform/README.md, its cost)
+        print(f"{url}: {sum(len(f.samples) for f in text_string_to_metric_families(text))} series")
     series: dict[str, set[str]] = {}
     for text in pages.values():
         for name, labels in exported(text).items():
