@@ -15,6 +15,7 @@ import pytest
 
 from app.gateway.main import create_app
 from devtools.stack import LocalStack, local_stack
+from tests.helpers import cpu
 from tests.helpers.gateway import GatewayFactory, gateway_settings, serving
 
 pytest_plugins = ["tests.fixtures.gateway", "tests.fixtures.deploy"]
@@ -91,6 +92,11 @@ def gateway_factory(stack: LocalStack) -> Iterator[GatewayFactory]:
 
 
 TIERS = ("unit", "inprocess", "integration")
+
+
+def pytest_report_header() -> str:
+    """What the session ran on: a failure of an engine test then says which CPU build it had."""
+    return cpu.isa()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

