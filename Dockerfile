@@ -89,6 +89,17 @@ FROM base AS runtime
 # sets that for the engine, and the ENV below for any `vllm` run by hand in this image.
 RUN pip uninstall -y flashinfer-python flashinfer-cubin flashinfer-jit-cache flashinfer 2>/dev/null; \
     python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('flashinfer') is not None)"
+# Bytecode for every module the engine imports, compiled here once: the base installs vLLM, torch
+# and transformers with uv, which writes none unless asked (UV_COMPILE_BYTECODE; vLLM's Dockerfile
+# does not ask), and at run time nothing can write it (PYTHONDONTWRITEBYTECODE, a read-only layer,
+# a non-root user). Without it every Cloud Run instance compiles thousands of modules at each start
+# (docs/cold-start-h200/bytecode/). A module that does not compile (a package's template or
+# Python 2 example) stays source, as it was; the build fails unless vLLM's own modules have bytecode.
+# hadolint ignore=SC2046
+RUN python3 -m compileall -q -j0 $(python3 -c "import site; print(' '.join(site.getsitepackages()))") \
+      || echo "compileall: some files stay source (above)"; \
+    python3 -c "import glob, site, sys; \
+sys.exit(not any(glob.glob(p + '/vllm/entrypoints/__pycache__/*.pyc') for p in site.getsitepackages()))"
 RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin dgemma
 COPY --from=gateway /opt/gateway /opt/gateway
 # Read-only for everyone: image layers cannot change after the build verified them, so the stamp

@@ -22,8 +22,9 @@ short still leaves the arms it did. Compare arms within one run only: hosts diff
         --arm baseline --arm async-on:engine_async_scheduling=true --arm baseline
 
 The arms are a TOML file, one `[[arm]]` table per run in run order: `name`, `fields` (a table of
-`EngineSettings` fields, deploy/runtime/settings.py, and their values) and `replicas`; `--arm
-NAME[:FIELD=VALUE,...]` is the shorthand of one table. The run writes its arms to DIR/arms.toml,
+`EngineSettings` fields, deploy/runtime/settings.py, and their values), `replicas` and `env` (other
+variables of the kit's processes: Python's and torch's own); `--arm NAME[:FIELD=VALUE,...]` is the
+shorthand of one table (`env.NAME=VALUE` for an `env` entry). The run writes its arms to DIR/arms.toml,
 beside its report. A name given again runs that arm again; `baseline` with no fields is today's settings;
 `engine_gpu=h200` runs that GPU's serving profile (its seqs, batched tokens and graph cap, the
 gateway admitting as many decisions as it has seqs) and holds it to that GPU's memory;
@@ -81,7 +82,10 @@ DEFAULT_ARMS = (
 MAX_REPLICAS = 4
 # What a run writes above its arms (DIR/arms.toml).
 ARMS_HEADER = "# The arms of this run, in run order (python -m devtools.engine_arms CKPT --arms FILE).\n\n"
-ARM_KEYS = frozenset({"name", "fields", "replicas"})  # an [[arm]] table's keys
+ARM_KEYS = frozenset({"name", "fields", "replicas", "env"})  # an [[arm]] table's keys
+# An arm's `env` names the process environment the kit's settings do not hold (Python's and torch's
+# own switches: PYTHONPYCACHEPREFIX, TORCH_COMPILE_JOB_ID); the kit's own go through `fields`.
+ENV_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 SETTLE_S = 3.0  # the queue's first seconds of a level are the ramp, not the steady state
 
 
@@ -92,11 +96,12 @@ class Arm:
     name: str
     settings: dict[str, str] = field(default_factory=dict)
     replicas: int = 1  # copies of the kit on the one GPU, the load split evenly between them
+    extra_env: dict[str, str] = field(default_factory=dict)  # the arm's `env`: beyond the kit's settings
 
     def env(self) -> dict[str, str]:
-        """The settings as the supervisor reads them (DGEMMA_ENGINE_...)."""
+        """The settings as the supervisor reads them (DGEMMA_ENGINE_...), and the arm's own `env`."""
         names = env_names(EngineSettings)
-        return {names[k][0]: v for k, v in self.settings.items()}
+        return {names[k][0]: v for k, v in self.settings.items()} | self.extra_env
 
     def engine(self, gpu: str) -> EngineSettings:
         """The settings the supervisor resolves for this arm (`gpu`: the run's profile, unless the
@@ -163,6 +168,10 @@ def load_arms(path: Path) -> list[Arm]:
             if isinstance(replicas, bool) or not isinstance(replicas, int):
                 raise ConfigError(f"{where} ({name}): replicas {replicas!r}; 1 to {MAX_REPLICAS}")
             items.append(("replicas", str(replicas)))
+        env = table.get("env", {})
+        if not isinstance(env, dict):
+            raise ConfigError(f"{where} ({name}): env must be a table of NAME = VALUE")
+        items += [(f"env.{k}", _toml_value(f"{where} ({name})", k, v)) for k, v in env.items()]
         entries.append((name, items))
     return _plan(entries, f"arms file {path}: ")
 
@@ -184,8 +193,18 @@ def _plan(entries: list[tuple[str, list[tuple[str, str]]]], prefix: str = "") ->
         if not name or not all(c.isalnum() or c in "-_." for c in name):
             raise ConfigError(f"{prefix}arm {name!r}: a name of letters, digits, '-', '_' or '.' comes first")
         settings: dict[str, str] = {}
+        extra_env: dict[str, str] = {}
         replicas = 1
         for key, value in items:
+            if key.startswith("env."):
+                var = key.removeprefix("env.")
+                if not var or not set(var) <= ENV_NAME_CHARS or var.startswith("DGEMMA_"):
+                    raise ConfigError(
+                        f"{prefix}arm {name}: env {var!r}: an upper-case variable name, not the kit's "
+                        f"DGEMMA_ ones (those are fields)"
+                    )
+                extra_env[var] = value
+                continue
             if key == "replicas":
                 if not value.isdigit() or not 1 <= int(value) <= MAX_REPLICAS:
                     raise ConfigError(f"{prefix}arm {name}: replicas {value!r}; 1 to {MAX_REPLICAS}")
@@ -196,7 +215,7 @@ def _plan(entries: list[tuple[str, list[tuple[str, str]]]], prefix: str = "") ->
             if key == "engine_gpu" and value not in GPUS:
                 raise ConfigError(f"{prefix}arm {name}: engine_gpu {value!r}; known: {', '.join(GPUS)}")
             settings[key] = value
-        arm = Arm(name, settings, replicas)
+        arm = Arm(name, settings, replicas, extra_env)
         try:
             arm.engine("l4")  # the values checked as the supervisor would read them
         except ValidationError as e:
@@ -224,6 +243,9 @@ def arms_toml(arms: list[Arm]) -> str:
                 lines.append(f"fields = {{ {pairs} }}")
             if arm.replicas != 1:
                 lines.append(f"replicas = {arm.replicas}")
+            if arm.extra_env:
+                pairs = ", ".join(f"{k} = {json.dumps(v)}" for k, v in arm.extra_env.items())
+                lines.append(f"env = {{ {pairs} }}")
         seen.add(arm.name)
         lines.append("")
     return "\n".join(lines)

@@ -14,8 +14,9 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 py=$(command -v python3)
 mkdir -p "$prefix/bin"
 start=$(date +%s)
-# With bytecode, as the image's packages have it: without, the first start compiles it (about 25 s
-# of the first cold start on the H200, docs/gpu-check-h200/README.md).
+# With bytecode, as the image has it (the Dockerfile compiles the base's site-packages, which uv
+# installed without; pip here compiles as it installs). Without, every start compiles vLLM's,
+# torch's and transformers' modules: docs/cold-start-h200/bytecode/ measures both.
 "$py" -m pip install -q --no-index --no-deps --target "$prefix/site" "$bundle"/bundle/whl/*.whl
 "$py" -m pip install -q --no-index --no-deps --target "$prefix/kit" "$kit"/*.whl
 # The host's torchvision was built for its own torch: copy it beside the bundle's torch and guard its

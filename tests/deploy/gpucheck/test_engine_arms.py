@@ -313,6 +313,33 @@ def test_an_arm_is_a_frozen_value() -> None:
     assert arm == Arm("a", {"engine_max_num_seqs": "64"}) and arm != Arm("a")
 
 
+def test_an_arms_env_is_the_processes_own_variables(tmp_path: Path) -> None:
+    """An arm's `env` (Python's or torch's own switches) reaches the kit's processes beside its
+    settings, reads back from the arms.toml a run writes, and never carries the kit's own DGEMMA_
+    variables (those are fields, checked as the supervisor reads them)."""
+    (arm,) = parse_arms(
+        ["nopyc:engine_multiproc_method=fork,env.PYTHONDONTWRITEBYTECODE=1,env.PYTHONPYCACHEPREFIX=/x"]
+    )
+    assert arm.env() == {
+        "DGEMMA_ENGINE_MULTIPROC_METHOD": "fork", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/x",
+    }  # fmt: skip
+    path = tmp_path / "arms.toml"
+    path.write_text(
+        '[[arm]]\nname = "nopyc"\nfields = { engine_multiproc_method = "fork" }\n'
+        'env = { PYTHONDONTWRITEBYTECODE = 1, PYTHONPYCACHEPREFIX = "/x" }\n'
+    )
+    assert load_arms(path) == [arm]
+    (tmp_path / "again.toml").write_text(arms_toml([arm]))
+    assert load_arms(tmp_path / "again.toml") == [arm]
+    assert arm != parse_arms(["nopyc:engine_multiproc_method=fork"])[0]
+    for bad in ("x:env.DGEMMA_ENGINE_GPU=h200", "x:env.lower=1", "x:env.=1"):
+        with pytest.raises(ConfigError, match="upper-case variable name"):
+            parse_arms([bad])
+    path.write_text('[[arm]]\nname = "x"\nenv = "PYTHONDONTWRITEBYTECODE=1"\n')
+    with pytest.raises(ConfigError, match="env must be a table"):
+        load_arms(path)
+
+
 def test_replicas_must_be_a_small_count() -> None:
     assert parse_arms(["two:replicas=2"])[0].replicas == 2
     for bad in ("x:replicas=0", "x:replicas=9", "x:replicas=two"):

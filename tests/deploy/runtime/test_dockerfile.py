@@ -54,6 +54,28 @@ def test_flashinfer_is_removed_and_checked_in_the_final_stage(instructions: list
     assert "FLASHINFER" not in envs.upper().replace("VLLM_USE_FLASHINFER_SAMPLER=0", "")
 
 
+def test_the_runtime_image_ships_bytecode_for_what_it_runs(instructions: list[dict[str, str]]) -> None:
+    """The base's site-packages (vLLM, torch, transformers: installed by uv, which writes no .pyc)
+    are compiled at build time, once FlashInfer is gone and before the image drops root; the build
+    checks vLLM's modules have bytecode. The kit's venvs are pip's (pip compiles), never --no-compile."""
+    runtime = _stage(instructions, "runtime")
+    runs = [i["value"] for i in runtime if i["instruction"] == "RUN"]
+    (compile_run,) = [r for r in runs if "compileall" in r]
+    order = [i["value"] for i in runtime if i["instruction"] in ("RUN", "USER")]
+    flashinfer = next(n for n, v in enumerate(order) if "pip uninstall -y flashinfer" in v)
+    assert (
+        flashinfer < order.index(compile_run) < next(n for n, v in enumerate(order) if v.startswith("10001"))
+    )
+    assert (
+        "python3 -m compileall -q -j0 $(python3 -c \"import site; print(' '.join(site.getsitepackages()))\")"
+        in (compile_run)
+    )
+    assert "/vllm/entrypoints/__pycache__/*.pyc" in compile_run and "sys.exit(not any(" in compile_run
+    install = (ROOT / "scripts/install_kit.sh").read_text()
+    assert 'pip" install' in install and "--no-compile" not in install
+    assert "PYTHONDONTWRITEBYTECODE=1" in " ".join(i["value"] for i in runtime + _stage(instructions, "base"))
+
+
 def test_runs_as_non_root_with_an_exec_form_entrypoint(instructions: list[dict[str, str]]) -> None:
     runtime = _stage(instructions, "runtime")
     user = [i["value"] for i in runtime if i["instruction"] == "USER"]
