@@ -276,6 +276,7 @@ class ArmRun:
     settings: dict[str, str]
     gpu: str = "l4"  # the serving profile's GPU: its memory is the arm's budget
     replicas: int = 1
+    env: dict[str, str] = field(default_factory=dict)  # the arm's `env`, beside its settings
     start: dict[str, Any] = field(default_factory=dict)  # deploy.gpucheck.record.Start, as a dict
     replica_starts: list[dict[str, Any]] = field(default_factory=list)  # the other replicas' starts
     levels: list[Level] = field(default_factory=list)
@@ -584,7 +585,7 @@ def run(opts: Options, command: str) -> Report:
     write(report, opts.out)
     try:
         for i, arm in enumerate(opts.arms, start=1):
-            r = ArmRun(index=i, arm=arm.name, settings=arm.settings, replicas=arm.replicas)
+            r = ArmRun(index=i, arm=arm.name, settings=arm.settings, replicas=arm.replicas, env=arm.extra_env)
             report.runs.append(r)
             elapsed = time.monotonic() - began
             if opts.start_by_s is not None and elapsed > opts.start_by_s:
@@ -748,7 +749,7 @@ def markdown(report: Report) -> str:
         + " ---: | ---: |",
     ]
     for r in report.runs:
-        words = [f"`{k}={v}`" for k, v in r.settings.items()]
+        words = [f"`{k}={v}`" for k, v in (r.settings | r.env).items()]
         settings = ", ".join(words + ([f"`replicas={r.replicas}`"] if r.replicas > 1 else [])) or "(today's)"
         if r.skipped or (r.error and not r.levels):
             lines.append(

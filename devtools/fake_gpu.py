@@ -6,6 +6,8 @@ proves the plumbing (the supervisor's GPU path, the gate, the report), never a G
     python -m devtools.fake_gpu vllm serve MODEL --port P --served-model-name NAME ...
     python -m devtools.fake_gpu nvidia-smi --query-gpu=... --format=csv,noheader,nounits [-lms MS]
 
+A start writes under $VLLM_CACHE_ROOT as vLLM compiles: the backbone's graph at a cold start, the
+sampler's at the first start that restored it (the real first restored start recompiles the sampler).
 State in $FAKE_GPU_DIR: `used` holds the MiB the fake engine occupies while it runs; the name and
 size of the GPU come from $FAKE_GPU_NAME and $FAKE_GPU_MIB (default: an H200).
 """
@@ -65,6 +67,13 @@ def vllm(argv: list[str]) -> int:
     if os.environ.get("VLLM_USE_FLASHINFER_SAMPLER") != "0":  # how the real one died on the H200
         print("ModuleNotFoundError: No module named 'flashinfer'\nEngine core initialization failed.")
         return 1
+    cache = os.environ.get("VLLM_CACHE_ROOT")
+    if cache:  # what compiling leaves, as the supervisor's compile-cache store saves and restores it:
+        # the backbone at a cold start, the sampler at the first start that restored the backbone's
+        compiled = Path(cache) / "torch_compile_cache"
+        graph = "fake-sampler" if (compiled / "fake-backbone").exists() else "fake-backbone"
+        compiled.mkdir(parents=True, exist_ok=True)
+        (compiled / graph).write_text("a compiled graph, scripted\n")
     for i, line in enumerate(START_LINES):
         prefix = f"(EngineCore pid={os.getpid()}) INFO 12-01 07:41:{i:02d} [fake.py:1]"
         print(prefix, line.format(model=model), flush=True)

@@ -11,7 +11,9 @@ from typing import Any
 class Start:
     """One start of `dgemma run`."""
 
-    cache: str  # "cold", "warm" (the cold start's caches left in place) or "restored" (from the store)
+    # "cold", "warm" (the cold start's caches left in place), "restored" (from the store's first
+    # generation) or "steady" (from the second, which the restored start saved)
+    cache: str
     ready_s: float  # spawn to the supervisor's ready line
     phases: dict[str, Any]
     kernels: dict[str, str]

@@ -51,7 +51,9 @@ def _f(value: Any, digits: int = 1, unit: str = "") -> str:
 
 def markdown(check: Check) -> str:
     h = check.host
-    verdict = "PASS" if not check.verdict and len(check.starts) == 2 and check.gate else "FAIL"
+    caches = [s.cache for s in check.starts]
+    complete = caches in (["cold", "warm"], ["cold", "restored", "steady"])
+    verdict = "PASS" if not check.verdict and complete and check.gate else "FAIL"
     lines = [
         f"# GPU check on an {h['gpu']}: {verdict}",
         "",
@@ -63,12 +65,14 @@ def markdown(check: Check) -> str:
         "The kit started as the image starts it (`dgemma run`: the supervisor's GPU path, its fit and "
         "flags, the gateway in front), first with empty compile caches (cold), then "
         + (
-            "with the caches restored from the compile-cache store the first start saved to (restored)"
-            if check.starts and check.starts[-1].cache == "restored"
+            "with the caches restored from the compile-cache store the first start saved to (restored: "
+            "it recompiles the diffusion sampler and saves the caches' second generation), then from "
+            "that second generation (steady: the start every later instance of a revision sees)"
+            if "restored" in caches
             else "with the caches the first start left (warm)"
         )
-        + ". **Random weights** in the layout `dgemma quantize` writes: figures of "
-        "memory and speed, never of answers.",
+        + ". The gate ran on the cold start's engine, once it was ready. **Random weights** in the "
+        "layout `dgemma quantize` writes: figures of memory and speed, never of answers.",
         "",
     ]
     if check.verdict:

@@ -461,6 +461,11 @@ class Supervisor:
         if healthy and cache and cache.worth_saving(outcome):
             # In the background: /readyz must not wait on an upload, and a failed save is only logged.
             threading.Thread(target=cache.save, name="compile-cache-save", daemon=True).start()
+        elif healthy and cache and outcome == "hit":  # said, so that whoever waits on a save knows
+            log.info(
+                "compile cache not saved: generation %d restored, and this start compiled nothing it lacks",
+                cache.generation,
+            )
         return healthy
 
     def _warm_up(self, port: int) -> None:

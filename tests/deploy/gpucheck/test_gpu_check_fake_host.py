@@ -28,8 +28,12 @@ def gpu_host(tmp_path: Path) -> dict[str, str]:
     bin_dir.mkdir()
     for tool in ("vllm", "nvidia-smi"):
         shim = bin_dir / tool
-        run = f'PYTHONPATH={ROOT} exec {sys.executable} -m devtools.fake_gpu {tool} "$@"'
-        shim.write_text(f"#!/bin/sh\n{run}\n")
+        # A python script whose #! names its interpreter, as the image's `vllm` is: the supervisor's
+        # compile cache asks that interpreter for the engine's versions.
+        shim.write_text(
+            f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+            f"from devtools import fake_gpu\nsys.argv[1:1] = [{tool!r}]\nsys.exit(fake_gpu.main())\n"
+        )
         shim.chmod(0o755)
     state = tmp_path / "gpu"
     state.mkdir()
@@ -83,6 +87,28 @@ def test_the_check_starts_the_kit_twice_gates_it_and_reports(
     md = (out / "report.md").read_text()
     assert "PASS" in md and "Time to ready" in md and "fits" in md
     assert (out / "gpu-check.png").stat().st_size > 10_000 and (out / "gate" / "summary.md").exists()
+
+
+def test_with_a_compile_cache_store_the_check_reports_the_steady_start(
+    gpu_host: dict[str, str], checkpoint: Path, tmp_path: Path
+) -> None:
+    """With the supervisor's compile-cache store: cold (saves), restored (restores, saves the second
+    generation), steady (restores that): three starts, each with its phases, the gate on the first."""
+    out, store = tmp_path / "report", tmp_path / "store"
+    done = subprocess.run(
+        [sys.executable, "-m", "deploy.cli", "gpu-check", str(checkpoint), "--out", str(out),
+         "--cache-dir", str(tmp_path / "compile"), "--compile-cache-store", str(store),
+         "--latency-seconds", "3", "--throughput-seconds", "5"],
+        cwd=ROOT, env=gpu_host, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    starts = report["starts"]
+    assert [s["cache"] for s in starts] == ["cold", "restored", "steady"]
+    assert all(s["exit_code"] == 0 and s["ready_s"] > 0 and s["phases"] for s in starts)
+    assert "cache_restore_s" in starts[2]["phases"], "the steady start restored from the store"
+    md = (out / "report.md").read_text()
+    assert "PASS" in md and "| | cold | restored | steady |" in md and "The gate ran on the cold start" in md
 
 
 def test_the_h200_profile_is_checked_with_its_two_engines(
