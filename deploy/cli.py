@@ -3,15 +3,16 @@ module builds the parser from them, dispatches, and reports the kit's typed erro
 (`app.core.errors.KitError`: each carries its exit code and label).
 
 Exit codes: 0 done; 1 the command ran and the answer is no (a gate target missed, a checkpoint that
-does not verify or fit, a child process died); 2 refused before doing the work (an invalid setting
-or flag, unusable weights, a profile that cannot fit the GPU, an unknown load-test profile);
-130 interrupted.
+does not verify or fit, a child process died), or its output's reader went away (`| head`); 2
+refused before doing the work (an invalid setting or flag, unusable weights, a profile that cannot
+fit the GPU, an unknown load-test profile); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from rich.console import Console
@@ -51,8 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(named if named in NAMES else None).parse_args(argv)
     try:
         code: int = args.run(args)
+        sys.stdout.flush()  # here, so that a reader gone away shows now and not at exit
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader stopped reading (`dgemma keys list | head -1`): nothing more to say. Python's
+        # own recipe: stdout onto /dev/null so that its flush at exit raises nothing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KitError as error:  # every room's typed failure carries its exit code and label
         report(f"{error.label}: {error}", as_log=args.logs_json)
         return error.exit_code

@@ -7,15 +7,17 @@ change it as the real tools would, and append every call to `state["calls"]`. A 
 creates the module's secrets (named as terraform/main.tf names them) and, like Cloud Run, refuses a
 router revision whose secrets have no version. Like Terraform, it creates the weights bucket only
 where none exists and otherwise answers 409, unless the generated root imports that bucket (an
-`import` block in the generated root, read at each command); `state rm` forgets it, `destroy` deletes what the
-state holds. Scenario switches in the state: `fail_apply_at` (the
-Nth `terraform apply` fails), `service_url`/`candidate_url`/`router_url` (where the services answer:
-real servers on loopback). Only the orchestration is tested this way; the commands' syntax is
-checked against the real gcloud CLI, and the module against the provider schema, elsewhere.
+`import` block in the generated root, read at each command); `state rm` forgets it, `state list`
+lists what it keeps, `destroy` deletes what the state holds. Scenario switches in the state:
+`fail_apply_at` (the Nth `terraform apply` fails), `service_url`/`candidate_url`/`router_url`
+(where the services answer: real servers on loopback). Only the orchestration is tested this way;
+the commands' syntax is checked against the real gcloud CLI, and the module against the provider
+schema, elsewhere.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import sys
@@ -126,6 +128,9 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
         if _flag(args, "filter") == "state:enabled":
             numbers = [n for n in numbers if n not in disabled]
         names = [f"projects/123456789012/secrets/{words[3]}/versions/{n}" for n in numbers]
+        if "createTime" in (_flag(args, "format") or ""):  # when each was added (unknown: long ago)
+            created = state.setdefault("created", {}).get(words[3], {})
+            names = [created.get(str(n), "2026-01-01T00:00:00Z") for n in numbers]
         print("\n".join(names[: int(_flag(args, "limit") or len(names))]))
     elif cmd.startswith("secrets versions disable"):
         secret, number = _flag(args, "secret") or "", int(words[3])
@@ -136,15 +141,19 @@ def gcloud(args: list[str], state: dict[str, Any]) -> int:
         if words[3] not in state["secrets"]:
             return _secret_missing("secrets.versions.add", words[3])
         state["secrets"][words[3]].append(sys.stdin.read())
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        state.setdefault("created", {}).setdefault(words[3], {})[str(len(state["secrets"][words[3]]))] = now
     elif cmd.startswith("secrets versions access"):
         secret = _flag(args, "secret") or ""
         if not state["secrets"].get(secret):
             return _secret_missing("secrets.versions.access", secret)
-        if len(state["secrets"][secret]) in state.get("disabled", {}).get(secret, []):
+        number = len(state["secrets"][secret]) if words[3] == "latest" else int(words[3])
+        if number in state.get("disabled", {}).get(secret, []):
             return _fail(
-                f"ERROR: (gcloud.secrets.versions.access) FAILED_PRECONDITION: {secret} latest is DISABLED"
+                f"ERROR: (gcloud.secrets.versions.access) FAILED_PRECONDITION: {secret} {words[3]} "
+                "is DISABLED"
             )
-        print(state["secrets"][secret][-1], end="")
+        print(state["secrets"][secret][number - 1], end="")
     elif cmd.startswith("artifacts docker images"):
         tag = words[4]
         if tag not in state["images"]:
@@ -302,6 +311,15 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
                 {k: {"value": val, "type": "string", "sensitive": False} for k, val in outputs.items()}
             )
         )
+        return 0
+    if words[:2] == ["state", "list"]:  # the addresses the stand-in keeps of what the state holds
+        held = [
+            *state.get("managed", []),
+            *([GPU] if state["service"] else []),
+            *(["module.dgemma.google_cloud_run_v2_service.router"] if state["router"] else []),
+            *(f'module.dgemma.google_secret_manager_secret.alerts["{s}"]' for s in state["secrets"]),
+        ]
+        print("\n".join(held))
         return 0
     if words[:3] == ["state", "rm", WEIGHTS]:
         state["managed"] = [m for m in state.get("managed", []) if m != WEIGHTS]

@@ -94,9 +94,12 @@ def gateway_factory(stack: LocalStack) -> Iterator[GatewayFactory]:
 TIERS = ("unit", "inprocess", "integration")
 
 
-def pytest_report_header() -> str:
-    """What the session ran on: a failure of an engine test then says which CPU build it had."""
-    return cpu.isa()
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """What the session runs on, above its results (a report header would be hidden by `-q`): a
+    failure of an engine test then says which CPU build it had."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(cpu.isa())
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -9,6 +9,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator, model_vali
 from pydantic_settings import NoDecode
 
 from app.core.config import KitSettings, comma_list
+from app.core.secrets import KeyFile
 
 DEFAULT_POLICY = Path(__file__).resolve().parent / "default_policy.toml"
 
@@ -65,7 +66,11 @@ class AlertRouterSettings(KitSettings):
     alerts_gateway_api_key: SecretStr | None = None
     """API key the router sends the gateway (`Authorization: Bearer`)."""
     alerts_gateway_api_key_file: Path | None = None
-    """File holding that key (a Secret Manager mount); read once at start."""
+    """File holding that key (a Secret Manager mount, the service's keys one per line: the first is
+    sent); re-read every `DGEMMA_ALERTS_GATEWAY_API_KEY_RELOAD_S`, and on a 401 the file's other keys
+    are tried, so a rotation (`dgemma keys rotate`) needs no restart and has no 401 window."""
+    alerts_gateway_api_key_reload_s: float = Field(60.0, ge=0)
+    """How often the router re-reads that file (the gateway re-reads its own as often)."""
     alerts_id_token: bool = False
     """Send the gateway an ID token for its URL (google-auth: the metadata server on Cloud Run), as a
     private Cloud Run service requires."""
@@ -125,10 +130,12 @@ class AlertRouterSettings(KitSettings):
                 raise ValueError(f"DGEMMA_ALERTS_LEDGER_URL: {e}") from e
         return self
 
-    def gateway_key(self) -> str | None:
-        """The key for the gateway, from the setting or its file."""
+    def gateway_key(self) -> str | KeyFile | None:
+        """The key for the gateway: the setting's, or its file's, re-read every
+        `DGEMMA_ALERTS_GATEWAY_API_KEY_RELOAD_S` (its first key sent; the others tried on a 401, so
+        that `dgemma keys rotate` gives the router a new key with no 401 window)."""
         if self.alerts_gateway_api_key is not None:
             return self.alerts_gateway_api_key.get_secret_value()
         if self.alerts_gateway_api_key_file is not None:
-            return self.alerts_gateway_api_key_file.read_text().strip().splitlines()[0]
+            return KeyFile(self.alerts_gateway_api_key_file, self.alerts_gateway_api_key_reload_s)
         return None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app.core.config import ConfigError
 from app.core.errors import Unauthorized
-from app.core.secrets import digest, is_kept
+from app.core.secrets import digest, is_kept, read_keys
 from app.gateway.settings import GatewaySettings
 
 log = logging.getLogger("app.auth")
@@ -32,7 +32,7 @@ class KeyRing:
         # Salts are keyed by a secret of this process: unguessable, and never derivable from a key
         # (vLLM asks for random, protected salts). The engine's cache lives as long as this process.
         self._salt_secret = os.urandom(32)
-        self._use(self._fixed + (_read_keys(file) if file is not None else []))
+        self._use(self._fixed + (read_keys(file) if file is not None else []))
         if self.open and not allow_any:
             raise ConfigError(
                 "no API keys: set DGEMMA_API_KEYS or DGEMMA_API_KEYS_FILE, or DGEMMA_ALLOW_ANY_KEY=true "
@@ -62,7 +62,7 @@ class KeyRing:
         if self._file is None:
             return
         try:
-            keys = _read_keys(self._file)
+            keys = read_keys(self._file)
         except (OSError, UnicodeDecodeError) as e:
             log.warning("auth: %s could not be read (%s); the keys in force stay", self._file, e)
             return
@@ -116,7 +116,3 @@ class KeyRing:
         # 43 base64url characters (256 bits): none of the characters vLLM forbids (@ / \ NUL).
         mac = hmac.new(self._salt_secret, caller, hashlib.sha256).digest()
         return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
-
-
-def _read_keys(path: Path) -> list[str]:
-    return [line.strip() for line in path.read_text().splitlines() if line.strip()]

@@ -32,6 +32,7 @@ from app.core.errors import (
 )
 from app.core.identity import IdTokens, audience_of, auth_headers
 from app.core.retry import retry_after_s
+from app.core.secrets import KeyFile
 from app.jev.wire import SystemOneRequest, SystemOneResponse
 
 # Statuses that mean "not now": a cold or saturated service, one that just failed.
@@ -71,7 +72,7 @@ class JevClient:
         self,
         url: str,
         *,
-        api_key: str | None = None,
+        api_key: str | KeyFile | None = None,  # a KeyFile: re-read, its others tried on a 401
         id_tokens: IdTokens | None = None,
         headers: Mapping[str, str] | None = None,  # sent as they are (a caller that minted its own)
         timeout_s: float = 120.0,
@@ -99,11 +100,18 @@ class JevClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _headers(self) -> dict[str, str]:
+    def _keys(self) -> list[str | None]:
+        """The keys to send, in order: one, or a key file's (the first, then the others)."""
+        if isinstance(self._api_key, KeyFile):
+            return [*self._api_key.keys()] or [None]
+        return [self._api_key]
+
+    async def _headers(self, key: str | None = None) -> dict[str, str]:
+        key = key if key is not None else self._keys()[0]
         if self._id_tokens is None:
-            return auth_headers(None, self._api_key)
+            return auth_headers(None, key)
         # Minting may call the metadata server (blocking google-auth): off the event loop.
-        return await asyncio.to_thread(self._id_tokens.headers, self._audience, self._api_key)
+        return await asyncio.to_thread(self._id_tokens.headers, self._audience, key)
 
     async def ready(self, timeout_s: float = 10.0) -> bool:
         try:
@@ -158,12 +166,22 @@ class JevClient:
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     async def _once(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        keys = self._keys()
+        for key in keys[:-1]:  # a rotation under way: the service may not yet have read the new key
+            r = await self._request(method, path, key, **kwargs)
+            if r.status_code != 401:
+                return self._checked(r)
+        return self._checked(await self._request(method, path, keys[-1], **kwargs))
+
+    async def _request(self, method: str, path: str, key: str | None, **kwargs: Any) -> httpx.Response:
         try:
-            r = await self._http.request(method, path, headers=await self._headers(), **kwargs)
+            return await self._http.request(method, path, headers=await self._headers(key), **kwargs)
         except httpx.TimeoutException as e:
             raise _Transient(f"the decision service did not answer in time ({type(e).__name__})") from e
         except httpx.TransportError as e:
             raise _Transient(f"{self.url} cannot be reached: {type(e).__name__}: {e}") from e
+
+    def _checked(self, r: httpx.Response) -> httpx.Response:
         if r.status_code == 200:
             return r
         detail = _detail(r)

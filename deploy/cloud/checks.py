@@ -1,7 +1,8 @@
-"""The release checks a deploy makes before it changes anything: credentials, project, the
-weights bucket's region and the working tree (preflight); the router's policy; the gateway's
-calibration file against the model the image serves. A failed check is a ConfigError: refused,
-exit 2."""
+"""The release checks a deploy makes before it changes anything: credentials (gcloud's and the
+application-default ones), project, notification channels, the weights bucket's region and the
+working tree (preflight); the router's policy; the gateway's calibration file against the model the
+image serves. A failed check is a ConfigError (or the WeightsError of missing application-default
+credentials): refused, exit 2."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 from app.core.config import ConfigError
 from deploy.cloud.config import ROOT, DeployConfig
 from deploy.cloud.gcloud import Gcloud
+from deploy.cloud.inputs import channel_projects
 from deploy.cloud.shell import Shell
+from deploy.runtime.weights import client_from_env
 
 # Cloud Run regions with NVIDIA L4 (docs seen 2026-11); terraform/variables.tf validates the same list.
 L4_REGIONS = ("europe-west1", "europe-west4", "us-east4", "us-central1", "asia-southeast1", "asia-south1")
@@ -27,6 +30,13 @@ def preflight(cfg: DeployConfig, shell: Shell, gcloud: Gcloud) -> tuple[str, str
         raise ConfigError(
             f"gcloud has no valid credentials: run `gcloud auth login` ({token.stderr.strip()[-300:]})"
         )
+    # The weights' upload and checks, and Terraform, use the application-default credentials, not
+    # gcloud's: the same client the weights step makes, made here, finds them missing before any apply.
+    shell.call(
+        "find the application-default credentials (Cloud Storage and Terraform use them)",
+        lambda: client_from_env(cfg.project),
+        None,
+    )
     account = gcloud.account()
     project = gcloud.project_number()
     if project.code != 0:
@@ -34,6 +44,17 @@ def preflight(cfg: DeployConfig, shell: Shell, gcloud: Gcloud) -> tuple[str, str
             f"project {cfg.project!r} is not reachable with these credentials: "
             f"{project.stderr.strip()[-300:]}"
         )
+    number = project.stdout.strip()
+    for flag, channel, named in channel_projects(cfg):  # inputs.py has refused other project IDs
+        if not shell.dry_run and named.isdigit() and named != number:
+            raise ConfigError(
+                f"{flag} {channel}: a channel of project number {named}, not of --project {cfg.project} "
+                f"({number}): an alert policy notifies its own project's channels only"
+            )
+    # `--budget`'s billing role is not checked here: no gcloud command reads it. The budget may be
+    # created with a role on the billing account, on its organization, or (a one-project budget)
+    # on the project; only the Billing API's testIamPermissions would tell, and gcloud has no
+    # command for it (`gcloud billing accounts` reads IAM policies, not effective permissions).
     bucket = gcloud.describe_bucket(
         cfg.weights_bucket, "location", reads="the weights bucket's location, if it exists"
     )

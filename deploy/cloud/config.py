@@ -1,6 +1,6 @@
 """What `dgemma deploy`, `destroy` and `keys add` are asked for: one dataclass, whose defaults are the
-only ones (the commands' flags read theirs from here), and the names it derives for the project's
-resources."""
+kit's (the commands' flags name them; a deploy's settings it is not given come from what is deployed,
+deploy/cloud/variables.py), and the names it derives for the project's resources."""
 
 from __future__ import annotations
 
@@ -55,6 +55,12 @@ class DeployConfig:
     budget: int = 0  # a month's budget, in the billing account's currency
     base_image: str = ""  # the vLLM base (tag or digest); empty: the Dockerfile's VLLM_IMAGE
     allow_dirty: bool = False
+    # What the command named (deploy/cloud/variables.py): the fields it gives; the settings (by
+    # name) it puts back to the kit's default; all of them; and its leave to change who is paged.
+    given: frozenset[str] = frozenset()
+    reset: tuple[str, ...] = ()
+    from_defaults: bool = False
+    allow_paging_change: bool = False
     dry_run: bool = False
     plan: bool = False  # Terraform's plan of the deploy's final apply, then exit
     workdir: Path | None = None

@@ -3,6 +3,7 @@ project and its credentials, buckets, the running services, secrets, images and 
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -128,7 +129,8 @@ class Gcloud:
         )
         if done.code == 0:
             return done.stdout
-        if "matched no objects" in done.stderr or "not found" in done.stderr.lower():
+        missing = ("matched no objects", "not found", "bucket does not exist", "404")
+        if any(m in done.stderr or m in done.stderr.lower() for m in missing):  # the state bucket too
             return None
         raise DeployError(f"`gcloud storage cat {url}` failed: {done.stderr.strip()[-500:]}")
 
@@ -186,9 +188,11 @@ class Gcloud:
         """A new version of `secret` holding `value`, passed on stdin (never in argv or the state)."""
         self.shell.run(add_version_argv(self.cfg, secret), stdin=value)
 
-    def read_keys(self, secret: str) -> list[str]:
-        """The keys in the secret's latest version, one per line (none when it has no version)."""
-        done = self.shell.run(access_latest(self.cfg, secret), reads="the API keys", check=False)
+    def read_keys(self, secret: str, version: str = "latest") -> list[str]:
+        """The keys in a version of the secret (its latest), one per line (none when it has none)."""
+        argv = access_latest(self.cfg, secret)
+        argv[4] = version
+        done = self.shell.run(argv, reads="the API keys", check=False)
         return [line.strip() for line in done.stdout.splitlines() if line.strip()] if done.code == 0 else []
 
     def _versions(self, secret: str, *flags: str) -> list[str]:
@@ -204,6 +208,16 @@ class Gcloud:
             return ["<each older version>"]
         numbers = sorted(int(name.rsplit("/", 1)[-1]) for name in done.stdout.split())
         return [str(n) for n in numbers[:-1]]
+
+    def latest_version_age_s(self, secret: str) -> float | None:
+        """Seconds since the secret's newest version was added (None in a dry run or without one)."""
+        argv = self._versions(secret, "--limit=1")
+        argv[-1] = "--format=value(createTime)"
+        done = self.shell.run(argv, reads=f"when the newest version of {secret} was added")
+        if self.shell.dry_run or not done.stdout.strip():
+            return None
+        created = dt.datetime.fromisoformat(done.stdout.split()[0].replace("Z", "+00:00"))
+        return (dt.datetime.now(dt.UTC) - created).total_seconds()
 
     def disable_version(self, secret: str, version: str) -> None:
         """Disable a version (its value can no longer be read; `gcloud secrets versions enable` undoes it)."""

@@ -28,14 +28,18 @@ class History:
     # The router's variables at each change, oldest first, each with the GPU revision that took the
     # traffic in the same apply ("with"): a rollback of that revision takes the router's change back.
     routers: list[dict[str, Any]] = field(default_factory=list)
+    # Set by a rollback: the variables applied before it and the parts it rolled back, so that the
+    # next rollback of the same parts is its undo (back to exactly those variables); a deploy clears it.
+    undo: dict[str, Any] = field(default_factory=dict)
+    undo_parts: list[str] = field(default_factory=list)
 
     @classmethod
     def read(cls, gcloud: Gcloud) -> History | None:
         text = gcloud.read_object(history_url(gcloud.cfg), reads="the deploy history")
         if text is None:
             return None
-        if gcloud.shell.dry_run:
-            return cls()
+        if gcloud.shell.dry_run:  # what a dry run shows for it: the placeholder, not a history
+            return cls(applied={"<variables>": "<the last apply's, from the history>"})
         try:
             return cls(**json.loads(text))
         except (ValueError, TypeError) as e:
@@ -49,6 +53,7 @@ class History:
         """One apply: its variables; `router` when it applied the router too; `serving` when the
         traffic moved to that revision."""
         self.applied = dict(variables)
+        self.undo, self.undo_parts = {}, []
         if router:
             routed = router_part(variables)
             if not self.routers or self.routers[-1]["variables"] != routed:

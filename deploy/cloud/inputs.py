@@ -2,8 +2,9 @@
 call, in a dry run too: the tools the command needs, the Terraform module's own variable
 validations (terraform/variables.tf, evaluated by Terraform itself in a scratch root holding only
 that file: no provider, state or credentials), what the module does not see (the gate's flags, the
-candidate's GPU), the checkpoint (layout, quantization, fit) and what Cloud Build would upload. A
-failure is one line: ConfigError, exit 2."""
+candidate's GPU), the checkpoint (layout, quantization, fit, its tensors by their headers), the
+weights mode against the memory, and what Cloud Build would upload. A failure is one line:
+ConfigError, exit 2."""
 
 from __future__ import annotations
 
@@ -18,43 +19,25 @@ from typing import Any
 
 from app.core.config import ConfigError
 from deploy.cloud.config import ROOT, DeployConfig
+from deploy.cloud.variables import SETTINGS
 
 VARIABLES_TF = ROOT / "terraform" / "variables.tf"
-# The flag (or setting) behind each module variable the deploy sets, for the errors.
+# The flag (or setting) behind each module variable the deploy sets, for the errors: the settings'
+# own (deploy/cloud/variables.py) and the deployment's names.
 FLAGS = {
     "project_id": "--project",
     "region": "--region",
     "service_name": "--service",
-    "max_instance_count": "--max-instances",
-    "l4_gpu_quota": "--l4-quota",
-    "cold_start_budget_s": "--cold-start-budget",
-    "invokers": "--invoker",
-    "weights_prefix": "--weights-prefix",
-    "weights_mode": "--weights-mode",
-    "alerts_policy": "--alerts-policy",
-    "alerts_sink_secrets": "--alerts-sink",
-    "alerts_mode": "--alerts-mode",
-    "calibration": "--calibration",
-    "labels": "--label",
-    "cpu": "--cpu",
-    "memory": "--memory",
-    "gpu_zonal_redundancy_disabled": "--zonal-redundancy",
-    "log_level": "--log-level",
-    "router_min_instance_count": "--router-min-instances",
-    "billing_account": "--billing-account",
-    "budget_amount": "--budget",
-    "notification_channels": "--notify",
-    "deadman_notification_channels": "--deadman-notify",
-    "gpu_uptime_check": "--gpu-uptime-check",
-    "engine_max_num_seqs": "DGEMMA_ENGINE_MAX_NUM_SEQS",
-    "engine_canvas": "DGEMMA_ENGINE_CANVAS",
-    "engine_prompt_tokens": "DGEMMA_ENGINE_PROMPT_TOKENS",
+    **{s.variable: s.flag or s.name for s in SETTINGS},
 }
 # The images are built later: a digest of the right shape stands in for them here.
 PLACEHOLDER_IMAGE = "europe-west4-docker.pkg.dev/project/repository/image@sha256:" + "0" * 64
 # What the build may upload: the images' sources are ~6 MB (.gcloudignore is an allow-list).
 MAX_UPLOAD_BYTES = 50 * 2**20
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+# A Cloud Monitoring notification channel (terraform/variables.tf checks the form): its project, an
+# ID or a number.
+CHANNEL = re.compile(r"projects/([^/]+)/notificationChannels/[^/]+")
 # `--base-image`: Docker's image reference (simplified), pinned by a tag or a digest. No commas: it
 # travels in gcloud's --substitutions list. Not a module variable: the module never sees the build.
 _NAME = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -119,8 +102,10 @@ def variable_problems(variables: dict[str, Any]) -> list[str]:
 
 
 def check_checkpoint(path: Path, cfg: DeployConfig) -> None:
-    """A DiffusionGemma W4A16 checkpoint that fits the L4 (what Cloud Build would bake or upload)."""
+    """A DiffusionGemma W4A16 checkpoint that fits the L4 (what Cloud Build would bake or upload),
+    whose safetensors hold the tensors of the architecture its config.json describes."""
     from deploy.runtime.gpu_budget import FitError, check_fits, fit, load_config, quantization_of
+    from deploy.runtime.tensors import check_contents
 
     where = f"--checkpoint {path}"
     if not path.is_dir():
@@ -142,8 +127,13 @@ def check_checkpoint(path: Path, cfg: DeployConfig) -> None:
     if not any(path.glob("*.safetensors")):
         raise ConfigError(f"{where}: no *.safetensors weights")
     try:
-        check_fits(fit(cfg.engine, path))
+        budget = fit(cfg.engine, path)
+        check_fits(budget)
     except (FitError, KeyError, TypeError) as e:
+        raise ConfigError(f"{where}: {e}") from e
+    try:  # the files themselves, by their headers: else a bad one shows only at the L4's cold start
+        check_contents(path, budget.arch, budget.profile.scheme, budget.profile.group_size)
+    except (OSError, ValueError) as e:
         raise ConfigError(f"{where}: {e}") from e
 
 
@@ -200,15 +190,68 @@ def check_deploy(cfg: DeployConfig) -> None:
             check_checkpoint(cfg.checkpoint, cfg)
         except ConfigError as e:
             problems.append(str(e))
+    problems += prefix_problems(cfg.weights_prefix)
+    problems += [
+        f"{flag} {channel}: a channel of project {project}, not of --project {cfg.project} (an alert "
+        "policy notifies its own project's channels only)"
+        for flag, channel, project in channel_projects(cfg)
+        if not project.isdigit() and project != cfg.project  # a number: preflight knows the project's
+    ]
+    problems += mode_problems(cfg)
+    problems += directory_problems(cfg)
     if problems:
         raise ConfigError("; ".join(problems))
     check_upload()
 
 
+def prefix_problems(prefix: str) -> list[str]:
+    """`.` and `..` segments, which the module's pattern lets through (it refuses an absolute path
+    and empty segments): a prefix names one folder of the bucket, never a way out of it."""
+    if any(segment in (".", "..") for segment in prefix.split("/")):
+        return [f"--weights-prefix {prefix}: expected a folder without . or .. segments, e.g. dgemma-w4a16"]
+    return []
+
+
+def channel_projects(cfg: DeployConfig) -> list[tuple[str, str, str]]:
+    """(flag, channel, the project it names: an ID or a number) of each notification channel."""
+    named = [("--notify", c) for c in cfg.notification_channels]
+    named += [("--deadman-notify", c) for c in cfg.deadman_channels]
+    return [(flag, c, found[1]) for flag, c in named if (found := CHANNEL.fullmatch(c))]
+
+
+def mode_problems(cfg: DeployConfig) -> list[str]:
+    """The weights mode against the instance's memory, by the checkpoint's sizes as far as they are
+    known before the bucket is read (weights.expected_sizes); the rollout decides again by the
+    bucket's manifest."""
+    from deploy.cloud.weights import choose_mode
+    from deploy.runtime.gpu_budget import FitError
+
+    try:
+        memory = cfg.memory_gib
+    except ValueError:
+        return []  # a --memory of the wrong form: the module's validation names it
+    try:
+        choose_mode(cfg, None)
+    except (FitError, ConfigError) as e:
+        return [f"--weights-mode {cfg.weights_mode} with --memory {memory:g}Gi: {e}"]
+    return []
+
+
+def directory_problems(cfg: DeployConfig) -> list[str]:
+    """Where the command writes its files (the Terraform root, deploy.log): a folder, or a path
+    under one."""
+    existing = next(p for p in (cfg.directory, *cfg.directory.parents) if p.exists())
+    if existing.is_dir():
+        return []
+    given = f"--workdir {cfg.workdir}" if cfg.workdir is not None else f"the working folder {cfg.directory}"
+    return [f"{given}: {existing} is a file, not a folder"]
+
+
 def check_project(cfg: DeployConfig, command: str, *tools: str) -> None:
-    """`destroy` and `keys`: their tools and the names that address the project's resources."""
-    require_tools(command, *tools)
+    """`destroy`, `rollback` and `keys`: their tools, the names that address the project's resources
+    and the folder they write in. Terraform checks the names, so each of them needs it."""
+    require_tools(command, *dict.fromkeys((*tools, "terraform")))
     names = {"project_id": cfg.project, "region": cfg.region, "service_name": cfg.service}
-    problems = variable_problems({**names, "image": PLACEHOLDER_IMAGE})
+    problems = variable_problems({**names, "image": PLACEHOLDER_IMAGE}) + directory_problems(cfg)
     if problems:
         raise ConfigError("; ".join(problems))

@@ -20,6 +20,9 @@ from deploy.errors import DeployError
 
 ID_CHARS = 8  # what `list` shows; `revoke` takes any prefix of the digest from MIN_ID_CHARS on
 MIN_ID_CHARS = 6
+# How long a new version needs before no reader holds the one before: the gateway and the router
+# each re-read the keys every 60 s (DGEMMA_API_KEYS_RELOAD_S, DGEMMA_ALERTS_GATEWAY_API_KEY_RELOAD_S).
+SETTLE_S = 150
 
 
 def key_id(key: str) -> str:
@@ -50,6 +53,16 @@ def add_key(cfg: DeployConfig, console: Console) -> str:
     key = "<a new key>" if cfg.dry_run else secrets.token_urlsafe(32)
     gcloud.add_version(cfg.api_keys_secret, "\n".join([*keys, key]) + "\n")
     return key
+
+
+def rotate_key(cfg: DeployConfig, console: Console) -> tuple[str, str]:
+    """A new key first in the secret's keys, the one the alert router sends: the gateway accepts it
+    within a minute, the router sends it within a minute and meanwhile, on a 401, the old one (no
+    401 window). (new key's ID, the old first key's ID), for the revoke that may follow."""
+    gcloud, keys = _keys(cfg, console)
+    key = "<a new key>" if cfg.dry_run else secrets.token_urlsafe(32)
+    gcloud.add_version(cfg.api_keys_secret, "\n".join([key, *keys]) + "\n")
+    return key_id(key), key_id(keys[0]) if keys else ""
 
 
 def list_keys(cfg: DeployConfig, console: Console) -> list[str]:
@@ -85,11 +98,21 @@ def revoke_key(cfg: DeployConfig, console: Console, wanted: str) -> str:
             raise ConfigError(
                 f"the ID names the last key of {secret}: add its successor first (`dgemma keys add`)"
             )
-        # The router reads its key (the first) once, at its start: revoked, its calls would be 401s.
+        # The router sends the first key: revoked, its calls would be 401s. Rotate first.
         if found[0] == keys[0] and gcloud.describe_service(cfg.router) is not None:
             raise ConfigError(
-                f"the ID names the first key, which the alert router {cfg.router} sends (read at its "
-                "start): revoking it would turn the router's calls into 401s"
+                f"the ID names the first key, which the alert router {cfg.router} sends: give the router "
+                "a new one first (`dgemma keys rotate`), then revoke this one"
+            )
+        # Just after a rotation, the key that was the first may still be what a router sends.
+        age = gcloud.latest_version_age_s(secret)
+        older = gcloud.older_versions(secret) if age is not None and age < SETTLE_S else []
+        before = gcloud.read_keys(secret, older[-1]) if older else []
+        if age is not None and before[:1] == found[:1] != keys[:1]:
+            raise ConfigError(
+                f"the ID names the key the alert router sent until the rotation {age:.0f} s ago: the "
+                "gateway's instances and the router take up to a minute each to read the new one; revoke "
+                f"in {SETTLE_S - age:.0f} s, so that no call is refused meanwhile"
             )
         kept, revoked = [k for k in keys if k != found[0]], key_id(found[0])
     gcloud.add_version(secret, "\n".join(kept) + "\n")

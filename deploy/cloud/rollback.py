@@ -12,7 +12,7 @@ from rich.console import Console
 from app.core.config import ConfigError
 from deploy.cloud.config import DeployConfig
 from deploy.cloud.gcloud import Gcloud
-from deploy.cloud.history import History, history_url
+from deploy.cloud.history import History, history_url, router_part
 from deploy.cloud.inputs import check_project
 from deploy.cloud.shell import Shell
 from deploy.cloud.terraform import GPU_SERVICE, Terraform, tfvars
@@ -41,6 +41,8 @@ def rollback(cfg: DeployConfig, console: Console, *, to: str = "", parts: tuple[
     live = gcloud.describe_service()
     serving = live.serving if live else ""
     now = serving
+    if history.undo and history.undo_parts == list(parts) and not to:
+        return _undo(cfg, console, tf, gcloud, history, serving)
     if "service" in parts:
         target = to or _before(history.served, serving, cfg.dry_run)
         known = gcloud.revisions()
@@ -64,14 +66,44 @@ def rollback(cfg: DeployConfig, console: Console, *, to: str = "", parts: tuple[
         history.routers.append({"with": now, "variables": before})
     elif "router" in parts:
         console.print(f"{cfg.router} did not change with {serving}: it stays as it is", markup=False)
+    before_rollback = dict(history.applied)
     for why, targets in plan:
         tf.apply(variables, why, targets=targets)
         history.applied = dict(variables)
+        history.undo, history.undo_parts = before_rollback, list(parts)
         history.write(gcloud)
     if not cfg.dry_run:
         console.print(
             "rolled back: " + "; ".join(why for why, _ in plan) + ". The next `dgemma deploy` gates its "
             "revision again before the traffic moves; `dgemma rollback` again undoes this one."
+        )
+    return 0
+
+
+def _undo(
+    cfg: DeployConfig, console: Console, tf: Terraform, gcloud: Gcloud, history: History, serving: str
+) -> int:
+    """The rollback just before this one taken back: every variable as it was before it (the traffic,
+    the router's mode, policy and sinks), the GPU service's traffic first, then the rest."""
+    variables, parts = dict(history.undo), list(history.undo_parts)
+    target = str(variables.get("serving_revision", ""))
+    steps: list[tuple[str, tuple[str, ...]]] = []
+    if "service" in parts and target and target != serving:
+        steps.append((f"the traffic of {cfg.service} from {serving} back to {target}", (GPU_SERVICE,)))
+        history.served.append(target)
+    if "router" in parts:
+        steps.append((f"{cfg.router} back to its settings before the last rollback", ()))
+        history.routers.append({"with": target or serving, "variables": router_part(variables)})
+    before = dict(history.applied)
+    for why, targets in steps:
+        tf.apply(variables, why, targets=targets)
+        history.applied = dict(variables)
+        history.undo, history.undo_parts = before, parts
+        history.write(gcloud)
+    if not cfg.dry_run:
+        console.print(
+            "rolled back the rollback: " + "; ".join(why for why, _ in steps) + ". `dgemma rollback` again "
+            "undoes this one."
         )
     return 0
 

@@ -40,7 +40,6 @@ from deploy.cloud.shell import Shell
 from deploy.cloud.terraform import (
     GPU_INVOKERS,
     GPU_SERVICE,
-    MONITORING,
     ROUTER_SECRETS,
     WEIGHTS_BUCKET,
     Terraform,
@@ -48,6 +47,7 @@ from deploy.cloud.terraform import (
     revision_suffix,
     tfvars,
 )
+from deploy.cloud.variables import changes, check_paging, remembered
 from deploy.cloud.weights import choose_mode, ensure_weights
 from deploy.errors import DeployError
 from deploy.runtime.weights import Manifest
@@ -203,6 +203,25 @@ class Step:
 
 def _preflight(r: Rollout) -> None:
     r.account, r.sha = preflight(r.cfg, r.shell, r.gcloud)
+    # What is deployed is where this deploy starts: every setting it does not name stays as the last
+    # apply left it (a destroyed or never-made service has none). Read before any change, so that a
+    # refusal below comes before the cloud is touched.
+    r.live = r.gcloud.describe_service()
+    r.history = History.read(r.gcloud) or History()
+    if r.live is None:
+        r.history = History()  # a new service (or one destroyed since): nothing to start from or go back to
+    if r.shell.dry_run:
+        r.shell.note(
+            "a deploy starts from the settings the last apply left (the history beside the state); "
+            "`--plan` lists the ones that change, from what to what"
+        )
+    asked = r.cfg
+    r.cfg = remembered(r.cfg, r.history.applied)
+    if r.cfg != asked:
+        check_deploy(r.cfg)  # what came from the history, against this checkout's module and fit
+    applied = r.history.applied
+    if applied and not r.shell.dry_run:  # first: a policy check would only name the symptom
+        check_paging(r.cfg, applied, tfvars(r.cfg, str(applied.get("weights_mode", ""))))
     check_alerts_policy(r.cfg)
     check_calibration(r.cfg)
     if r.cfg.alerts_mode is None:
@@ -221,12 +240,16 @@ def _preflight(r: Rollout) -> None:
     known = account and not r.cfg.dry_run
     r.operator = operator if known else ""
     r.invokers = tuple(dict.fromkeys((*r.cfg.invokers, operator))) if known else r.cfg.invokers
+    if applied and not r.shell.dry_run:
+        changed = changes(applied, tfvars(r.cfg, str(applied.get("weights_mode", "")), invokers=r.invokers))
+        r.shell.console.print(
+            "settings that change: " + ("; ".join(map(str, changed)) if changed else "none"), markup=False
+        )
 
 
 def _init(r: Rollout) -> None:
     r.gcloud.ensure_state_bucket()
     r.tf.init(tfvars(r.cfg, "baked"), kept_weights(r.cfg, r.shell, r.gcloud))
-    r.history = History.read(r.gcloud) or History()
 
 
 def kept_weights(cfg: DeployConfig, shell: Shell, gcloud: Gcloud) -> dict[str, str]:
@@ -242,9 +265,6 @@ def kept_weights(cfg: DeployConfig, shell: Shell, gcloud: Gcloud) -> dict[str, s
 
 
 def _weights(r: Rollout) -> None:
-    r.live = r.gcloud.describe_service()
-    if r.live is None:
-        r.history = History()  # a new service (or one destroyed since): no revision to go back to
     if r.live is None or r.cfg.dry_run:
         r.shell.note("if the service does not exist yet:")
         r.tf.apply(
@@ -274,12 +294,20 @@ def _images(r: Rollout) -> int | None:
     r.base = tfvars(r.cfg, r.mode, image=image, router_image=router_image, invokers=r.invokers)
     r.suffix = revision_suffix(r.sha, r.base)
     if r.live is not None and r.live.serving == r.revision:
-        if all(r.history.applied.get(name) == r.base[name] for name in MONITORING):
+        if (
+            not changes(r.history.applied, r.base)
+            and r.history.applied.get("router_image") == r.base["router_image"]
+        ):
             done = f"nothing to do: {r.revision} already serves this commit and these settings"
             r.shell.console.print(done)
             return 0
-        # Only monitoring changed (notification channels, uptime check): applied, no revision made.
-        r.phase(r.revision, "", "the monitoring settings (the same revision serves)", gpu_only=False)
+        # Only settings outside the GPU revision changed (the router's, monitoring's, the project's):
+        # applied without a new revision, so without a gate or an L4 cold start.
+        # The traffic as recorded ("" on a first deploy's revision: the latest), so nothing else moves.
+        serving = str(r.history.applied.get("serving_revision", r.revision))
+        r.phase(serving, "", "the settings outside the GPU revision (it keeps serving)", gpu_only=False)
+        r.outputs = r.tf.outputs()
+        router_ready(r.cfg, r.shell, r.outputs, r.revision)
         return 0
     return None
 
@@ -386,11 +414,11 @@ def _plan(r: Rollout) -> int:
     image = r.live.image if r.live else ""
     base = tfvars(r.cfg, mode, image=image, router_image=router.image if router else "", invokers=r.invokers)
     suffix = revision_suffix(r.sha, base)
-    variables = {
-        **base,
-        "revision_suffix": suffix,
-        "serving_revision": "" if r.first else f"{r.cfg.service}-{suffix}",
-    }
+    name = f"{r.cfg.service}-{suffix}"
+    # The same revision (a change outside it): the traffic stays as recorded; a new one takes it.
+    same = r.live is not None and r.live.serving == name
+    serving = str(r.history.applied.get("serving_revision", name)) if same else name
+    variables = {**base, "revision_suffix": suffix, "serving_revision": "" if r.first else serving}
     r.shell.console.print(
         "the plan keeps the images that run now: the deploy builds "
         f"{r.sha[:7] or 'this commit'}'s (a new revision) and deploys them by digest; the weights are "
@@ -447,23 +475,73 @@ def deploy(cfg: DeployConfig, console: Console) -> int:
     with contextlib.ExitStack() as stack:
         progress = None if cfg.dry_run else stack.enter_context(Progress(*columns, console=console))
         for step in PLAN if cfg.plan else STEPS:
-            with shown(progress, shell, step.describe(r)):
-                code = step.run(r)
+            try:
+                with shown(progress, shell, step.describe(r)):
+                    code = step.run(r)
+            except KeyboardInterrupt:
+                stack.close()  # the progress display first, so the words below stay on screen
+                console.print(interrupted(r, step), markup=False, soft_wrap=True)
+                raise
             if code is not None:
                 return code
     return 0
 
 
+def interrupted(r: Rollout, step: Step) -> str:
+    """Where a deploy stopped on Ctrl-C, what it left, and how to go on."""
+    left = {
+        "_revision": "the new revision may be applied at 0 %",
+        "_ready": f"{r.revision} is tagged candidate at 0 % and takes no caller's traffic",
+        "_gate": f"{r.revision} is tagged candidate at 0 % and takes no caller's traffic",
+        "_traffic": "the last apply may have stopped midway: Terraform's state says what it made",
+    }.get(
+        getattr(step.run, "__name__", ""),
+        "nothing serves differently: the traffic and the router are as they were",
+    )
+    return (
+        f"interrupted during: {step.describe(r)}. {left}. Run the same command again to go on: a deploy "
+        "starts from what is deployed, and the next run's candidate replaces a tag left behind. If "
+        "Terraform then says the state is locked, see docs/deploy.md, Interrupted and stuck deploys"
+    )
+
+
 def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int:
-    """Tear everything down; the weights bucket (and the checkpoint) only with `delete_weights`."""
+    """Tear everything down; the weights bucket (and the checkpoint) only with `delete_weights`. A
+    project with nothing deployed (no service, no router, nothing in the Terraform state) is left as
+    it is, and said to be: an apply there would first build what the destroy then deletes."""
     check_project(cfg, "destroy", "gcloud", "terraform")
     shell = Shell(console, cfg.directory, dry_run=cfg.dry_run)
     if not cfg.dry_run:
         cfg.directory.mkdir(parents=True, exist_ok=True)
     tf, gcloud = Terraform(cfg, shell), Gcloud(cfg, shell)
-    tf.init(tfvars(cfg, "baked"), kept_weights(cfg, shell, gcloud))
     live = gcloud.describe_service()
     router = gcloud.describe_service(cfg.router)
+    kept = "" if delete_weights else f"; the weights stay in gs://{cfg.weights_bucket}"
+    # No state bucket, no state: and nothing to init either (the backend is that bucket).
+    state = gcloud.describe_bucket(cfg.state_bucket, "name", reads="whether the state bucket exists")
+    held: list[str] = []
+    if state.code == 0:
+        tf.init(tfvars(cfg, "baked"), kept_weights(cfg, shell, gcloud))
+        listed = tf.run("state", "list", reads="the resources the Terraform state holds", check=False)
+        if listed.code != 0 and "No state file was found" not in listed.stderr:
+            raise DeployError(f"`terraform state list` failed: {listed.stderr.strip()[-500:]}")
+        held = listed.stdout.split() if listed.code == 0 else []
+    if not (live or router or held):
+        where = f"gs://{cfg.state_bucket} holds nothing" if state.code == 0 else "there is no state bucket"
+        weights = gcloud.describe_bucket(
+            cfg.weights_bucket, "name", reads="whether the weights bucket exists"
+        )
+        if weights.code != 0:
+            kept = ""
+        elif delete_weights:  # kept by an earlier destroy (or made by hand): no state holds it
+            kept = f"; gs://{cfg.weights_bucket} stays: `gcloud storage rm --recursive gs://{cfg.weights_bucket}`"
+        console.print(
+            f"nothing to destroy: no {cfg.service} or {cfg.router} service in {cfg.project}/{cfg.region} "
+            f"and no Terraform state ({where}); nothing was changed{kept}",
+            markup=False,
+        )
+        return 0
+    shell.note("if a service runs or the state holds resources (else: nothing to destroy, exit 0):")
     image = live.image if live and "@sha256:" in live.image else ""
     # Both services as they run (a service left out would be destroyed while still protected).
     router_image = router.image if router and image and "@sha256:" in router.image else ""
@@ -486,7 +564,18 @@ def destroy(cfg: DeployConfig, console: Console, *, delete_weights: bool) -> int
         "-auto-approve",
         f"-var-file={cfg.directory / 'terraform.tfvars.json'}",
     )
-    console.print(
-        "destroyed" + ("" if delete_weights else f"; the weights stay in gs://{cfg.weights_bucket}")
-    )
+    if cfg.dry_run:  # what it would do: a dry run has no result to report
+        console.print(
+            f"dry run: the destroy would delete {cfg.service} and {cfg.router} in {cfg.project}/"
+            f"{cfg.region} and what the Terraform state holds"
+            + ("" if delete_weights else f"; the weights would stay in gs://{cfg.weights_bucket}"),
+            markup=False,
+        )
+        return 0
+    # The first deploy's copy of the API key: its secret is gone with the project's resources.
+    copy = cfg.directory / "api-key"
+    if copy.exists():
+        copy.unlink()
+        kept += f"; the API key's copy {copy} removed"
+    console.print(f"destroyed{kept}", markup=False)
     return 0

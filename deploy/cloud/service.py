@@ -83,9 +83,10 @@ def router_ready(cfg: DeployConfig, shell: Shell, outputs: dict[str, Any], revis
     if cfg.alerts_mode != "act":
         shell.console.print(
             f"the alert router runs in {cfg.alerts_mode} mode: it pages every alert as its sender sent it "
-            f"and records what it would have done (`dgemma alerts report`); to act on its decisions: "
+            f"and records what it would have done (`dgemma alerts report`); to act on its decisions "
+            f"(every other setting stays as deployed, and no GPU revision is made): "
             f"dgemma deploy --project {cfg.project} --region {cfg.region} --service {cfg.service} "
-            "--alerts-mode act",
+            "--alerts-mode act --allow-paging-change",
             markup=False,
             soft_wrap=True,
         )

@@ -13,6 +13,7 @@ from typing import Any
 
 from deploy.cloud.config import ROOT, SENDERS, DeployConfig
 from deploy.cloud.shell import Result, Shell
+from deploy.cloud.variables import NOT_IN_REVISION, module_values
 from deploy.errors import DeployError
 
 TERRAFORM_DIR = ROOT / "terraform"
@@ -51,8 +52,6 @@ FIXED = {
     "metrics_collector_image": "Google's Prometheus collector for Cloud Run, pinned in the module",
     "alerts_pending_alert_minutes": "15 min, as monitoring/prometheus's DgemmaAlertsClassificationsWaiting",
 }
-# Variables that shape only monitoring: a change to them makes no new revision.
-MONITORING = ("notification_channels", "deadman_notification_channels", "gpu_uptime_check")
 # The GPU service and who may call it: a candidate is applied to these alone (with what they depend
 # on), so the alert router, which pages people, changes only once the gate has passed.
 GPU_SERVICE = "module.dgemma.google_cloud_run_v2_service.gpu"
@@ -93,42 +92,21 @@ def tfvars(
     candidate: str = "",
     invokers: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """The module's variables for one phase; the engine knobs come from the same settings the
-    supervisor's fit profile reads."""
+    """The module's variables for one phase: the settings' from `cfg` (deploy/cloud/variables.py),
+    then what the rollout decides (the resolved weights mode, images, revisions, invokers)."""
     return {
         "project_id": cfg.project,
         "region": cfg.region,
         "service_name": cfg.service,
+        **module_values(cfg),
         "image": image,
         "router_image": router_image,
-        "alerts_policy": cfg.alerts_policy.read_text() if cfg.alerts_policy else "",
-        "alerts_sink_secrets": list(cfg.alerts_sinks),
-        "alerts_mode": cfg.alerts_mode or "shadow",
-        "calibration": cfg.calibration.read_text() if cfg.calibration else "",
         "revision_suffix": revision_suffix,
         "serving_revision": serving,
         "candidate_revision": candidate,
-        "max_instance_count": cfg.max_instances,
-        "l4_gpu_quota": cfg.l4_quota,
-        "engine_max_num_seqs": cfg.engine.engine_max_num_seqs,
-        "engine_canvas": cfg.engine.engine_canvas,
-        "engine_prompt_tokens": cfg.engine.engine_prompt_tokens,
-        "cold_start_budget_s": cfg.cold_start_budget_s,
         "weights_mode": mode,
-        "weights_prefix": cfg.weights_prefix,
         "invokers": list(invokers),
         "deletion_protection": True,
-        "labels": {key: value for key, _, value in (label.partition("=") for label in cfg.labels)},
-        "cpu": cfg.cpu,
-        "memory": cfg.memory,
-        "gpu_zonal_redundancy_disabled": not cfg.zonal_redundancy,
-        "log_level": cfg.log_level,
-        "router_min_instance_count": cfg.router_min_instances,
-        "billing_account": cfg.billing_account,
-        "budget_amount": cfg.budget,
-        "notification_channels": list(cfg.notification_channels),
-        "deadman_notification_channels": list(cfg.deadman_channels),
-        "gpu_uptime_check": cfg.gpu_uptime_check,
     }
 
 
@@ -152,12 +130,14 @@ def module_resources() -> list[tuple[str, str, list[str]]]:
 
 
 def revision_suffix(sha: str, variables: dict[str, Any]) -> str:
-    """Git SHA and a hash of everything else the revision runs (image digest, settings), so any change
-    makes a new revision and no change makes none."""
+    """Git SHA and a hash of everything else the GPU revision runs (image digest, its settings), so
+    any change to it makes a new revision and none makes none: the router's, monitoring's and the
+    project's settings are not in its template (deploy/cloud/variables.py, `touches`)."""
     relevant = {
         k: v
         for k, v in variables.items()
-        if k not in ("serving_revision", "candidate_revision", "revision_suffix", *MONITORING)
+        if k not in ("serving_revision", "candidate_revision", "revision_suffix", "router_image")
+        and k not in NOT_IN_REVISION
     }
     digest = hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:8]
     return f"{sha[:7]}-{digest}"

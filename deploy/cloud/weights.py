@@ -15,6 +15,7 @@ from deploy.runtime.settings import WEIGHTS_MODES
 from deploy.runtime.weights import (
     Manifest,
     build_manifest,
+    checkpoint_files,
     client_from_env,
     same_files,
     upload,
@@ -55,12 +56,23 @@ def sync(cfg: DeployConfig, console: Console, url: str) -> Manifest | None:
     return manifest
 
 
+def expected_sizes(cfg: DeployConfig) -> tuple[int, int]:
+    """(total, largest file) of the checkpoint before the bucket is read: `--checkpoint`'s files (what
+    its manifest will list), else the checkpoint the settings describe (the bucket's is not known)."""
+    if cfg.checkpoint is not None and cfg.checkpoint.is_dir():
+        sizes = [p.stat().st_size for p in checkpoint_files(cfg.checkpoint)]
+        if sizes:
+            return sum(sizes), max(sizes)
+    return checkpoint_bytes(fit(cfg.engine))
+
+
 def choose_mode(cfg: DeployConfig, manifest: Manifest | None) -> str:
-    """The asked-for weights mode if its instance-memory budget fits, or the fastest that does."""
+    """The asked-for weights mode if its instance-memory budget fits, or the fastest that does; by
+    the bucket's manifest, or (None: before the bucket is read, a dry run) by `expected_sizes`."""
     if manifest is not None:
         total, largest = manifest.total_bytes, max(e.size for e in manifest.files)
-    else:  # a dry run: the checkpoint the settings describe
-        total, largest = checkpoint_bytes(fit(cfg.engine))
+    else:
+        total, largest = expected_sizes(cfg)
     if cfg.weights_mode == "auto":
         return default_weights_mode(total, largest, cfg.memory_gib)
     if cfg.weights_mode not in WEIGHTS_MODES:

@@ -1,4 +1,4 @@
-"""`dgemma keys add|list|revoke`: a deployed service's API keys, the latest version of its secret."""
+"""`dgemma keys add|list|rotate|revoke`: a deployed service's API keys, the latest version of its secret."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from deploy.commands.deploy import add_common
 
 NAME = "keys"
-HELP = "add, list or revoke a deployed service's API keys (a key is printed once, by add)"
+HELP = "add, list, rotate or revoke a deployed service's API keys (a key is printed once, by add)"
 REQUIRES: tuple[str, ...] = ("locust", "matplotlib")  # a checkout's command, like deploy
 # What running instances take to see a change: the gateway's DGEMMA_API_KEYS_RELOAD_S default.
 TAKES = "running instances take the change within a minute (DGEMMA_API_KEYS_RELOAD_S)"
@@ -19,6 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common(add)
     listed = actions.add_parser("list", help="each accepted key's ID and first 4 characters, never the key")
     add_common(listed)
+    rotate = actions.add_parser(
+        "rotate",
+        help="a new key for the alert router (first in the secret's keys), the old one kept until revoked",
+    )
+    add_common(rotate)
     revoke = actions.add_parser("revoke", help="remove a key (by its ID) and disable the older versions")
     revoke.add_argument("id", help="the key's ID, as `dgemma keys list` shows it")
     add_common(revoke)
@@ -28,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from deploy.cloud.config import DeployConfig
-    from deploy.cloud.keys import add_key, list_keys, revoke_key
+    from deploy.cloud.keys import SETTLE_S, add_key, list_keys, revoke_key, rotate_key
     from deploy.commands.deploy import config
 
     cfg = config(args)
@@ -40,6 +45,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "revoke":
         done = f"revoked {revoke_key(cfg, console, args.id)}"
+    elif args.action == "rotate":
+        new, old = rotate_key(cfg, console)
+        done = (
+            f"the alert router's new key is {new} (never shown: only the router sends it); once both have "
+            f"read it, in about {SETTLE_S} s: `dgemma keys revoke {old or 'OLD_ID'}`"
+        )
     else:
         print(add_key(cfg, console))  # once, on stdout: pipe it where it goes
         done = "added"

@@ -27,4 +27,8 @@ def run(args: argparse.Namespace) -> int:
     check_quantize_source(args.src, settings.engine_python)
     # torch and compressed-tensors live in the engine's environment; the report lands beside the weights.
     argv = [str(settings.engine_python), str(SCRIPTS / "quantize.py"), str(args.src), str(args.dst)]
-    return subprocess.run([*argv, "--group-size", str(args.group_size)]).returncode
+    made = not args.dst.exists()
+    code = subprocess.run([*argv, "--group-size", str(args.group_size)]).returncode
+    if code != 0 and made and args.dst.is_dir() and not any(args.dst.iterdir()):
+        args.dst.rmdir()  # a failed run leaves no empty folder to mistake for a checkpoint
+    return code

@@ -15,6 +15,7 @@ from typing import Any
 from app.core.config import ConfigError
 from deploy.models import SCRIPTS, TOY_DIR
 from deploy.runtime.gpu_budget import BIG_CONFIG
+from deploy.runtime.tensors import read_tensors
 
 
 def random_checkpoint(
@@ -53,6 +54,10 @@ def check_quantize_source(src: Path, engine_python: Path) -> None:
         raise ConfigError(f"{src} is not a checkpoint: no config.json (the bf16 model, as downloaded)")
     if not any(src.glob("*.safetensors")):
         raise ConfigError(f"{src} holds no .safetensors files")
+    try:  # each shard's header, as the quantizer's safetensors would read it (no output made yet)
+        read_tensors(src)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{src} is not a readable checkpoint: {e}") from e
     if not engine_python.is_file():
         raise ConfigError(
             f"no engine python at {engine_python} (DGEMMA_ENGINE_PYTHON; relative to where you run): "

@@ -145,9 +145,14 @@ def entry_for(path: Path, name: str) -> Entry:
     return Entry(name, path.stat().st_size, sha.hexdigest(), md5_b64, crc_b64)
 
 
+def checkpoint_files(src: Path) -> list[Path]:
+    """The files of a local checkpoint that its manifest lists (all but the manifest and stamp)."""
+    return sorted(p for p in src.rglob("*") if p.is_file() and p.name not in (MANIFEST, STAMP))
+
+
 def build_manifest(src: Path, workers: int = 8) -> Manifest:
     """Every file's entry, hashed `workers` files at a time (hashlib releases the GIL)."""
-    files = sorted(p for p in src.rglob("*") if p.is_file() and p.name not in (MANIFEST, STAMP))
+    files = checkpoint_files(src)
     if not files:
         raise WeightsError(f"{src} has no files to upload")
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -76,3 +76,45 @@ def test_the_wait_is_the_services_retry_after_capped_else_a_bounded_backoff() ->
     assert Retry().wait(state(EngineUnavailable("busy", retry_after=3))) == 3.0
     assert Retry(cap_s=2).wait(state(EngineUnavailable("busy", retry_after=30))) == 2.0
     assert all(0 <= Retry().wait(state(EngineUnavailable("busy"), n)) <= 8 for n in range(1, 12))
+
+
+class Recording(httpx.AsyncBaseTransport):
+    """The real gateway app, which read its keys file once (as an instance between two reloads);
+    records the key each request sent."""
+
+    def __init__(self, keys_file: Any) -> None:
+        settings = gateway_settings(allow_any_key=False, api_keys_file=keys_file)
+        self.gateway = httpx.ASGITransport(app=create_app(settings, engine=ScriptedEngine()))
+        self.sent: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(request.headers.get("authorization", "").removeprefix("Bearer "))
+        return await self.gateway.handle_async_request(request)
+
+
+async def test_a_rotated_key_file_has_no_401_window(tmp_path: Any) -> None:
+    """`dgemma keys rotate` puts a new key first. A router that has read it before a gateway instance
+    has gets a 401 for it, and the same call goes on with the next key; once the gateway knows the new
+    key, the first call succeeds with it; a key file whose keys the gateway has never had is a 401."""
+    from app.core.errors import Unauthorized
+    from app.core.secrets import KeyFile
+
+    service, router = tmp_path / "service-keys", tmp_path / "router-keys"
+    service.write_text("old-key\n")
+    router.write_text("new-key\nold-key\n")
+    keys = KeyFile(router, reload_s=0)
+    transport = Recording(service)
+    async with JevClient("http://gw", api_key=keys, transport=transport) as client:
+        assert 0.0 <= (await client.decide(decision(QUESTION)))["answers"]["page"]["noul"] <= 1.0
+    assert transport.sent == ["new-key", "old-key"]
+    service.write_text("new-key\nold-key\n")
+    transport = Recording(service)  # an instance that has read the rotation
+    async with JevClient("http://gw", api_key=keys, transport=transport) as client:
+        await client.decide(decision(QUESTION))
+    assert transport.sent == ["new-key"]
+    router.write_text("other-key\n")  # re-read at once (reload_s=0)
+    async with JevClient("http://gw", api_key=keys, transport=Recording(service)) as client:
+        with pytest.raises(Unauthorized, match="401"):
+            await client.decide(decision(QUESTION))
+    router.unlink()  # a mount's instant of absence keeps what was read
+    assert keys.keys() == ["other-key"]

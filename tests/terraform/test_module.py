@@ -18,6 +18,7 @@ import yaml
 from app.alerts.policy import Policy
 from app.alerts.settings import AlertRouterSettings
 from app.core.config import ConfigError, env_names, load
+from app.core.secrets import KeyFile
 from app.gateway.decisions.calibration_file import Calibration
 from app.gateway.settings import GatewaySettings
 from app.jev.wire import ReadPolicy
@@ -416,7 +417,9 @@ def test_the_router_env_is_what_its_settings_read(tmp_path: Path, monkeypatch: p
         monkeypatch.setenv(name, f"token-of-{name}")
     router = load(AlertRouterSettings)
     assert router.alerts_id_token is True and router.alerts_allow_open_senders is False
-    assert router.alerts_decision_budget_s == 7 and router.gateway_key() == "first-key"
+    key = router.gateway_key()
+    assert router.alerts_decision_budget_s == 7 and isinstance(key, KeyFile)
+    assert key.keys() == ["first-key", "second-key"]  # the first is sent, the second tried on a 401
     assert router.alerts_grafana_token is not None
     assert router.alerts_grafana_token.get_secret_value() == "token-of-DGEMMA_ALERTS_GRAFANA_TOKEN"
     # Without a policy the image's default applies: the variable is not set at all.

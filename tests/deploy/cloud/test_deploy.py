@@ -65,8 +65,8 @@ def test_a_first_deploy_lays_out_the_project_then_serves_at_100_percent(rollouts
     cloud, first = rollouts.cloud, rollouts.runs[0]
     calls = cloud.calls()[: rollouts.marks[1]]
     # The order that matters: infrastructure before weights and image; the image before the revision.
-    order = ["terraform init", "gcloud run services", "terraform apply", "gcloud secrets versions",
-             "gcloud builds submit", "terraform apply"]  # fmt: skip
+    order = ["gcloud run services", "gcloud storage cat", "terraform init", "terraform apply",
+             "gcloud secrets versions", "gcloud builds submit", "terraform apply"]  # fmt: skip
     remaining = iter(calls)
     assert all(any(call == step for call in remaining) for step in order), calls  # a subsequence
     infra, revision, opened = cloud.state["applied"][:3]
@@ -146,7 +146,12 @@ def test_a_failed_gate_keeps_the_traffic_and_exits_non_zero(cloud: Cloud) -> Non
     # A new setting of the router's too: it must not reach the router, which pages people, unless
     # the gate passes.
     failed = cloud.deploy(
-        "--target", "latency_p95_ms=0.001", "--alerts-mode", "act", DGEMMA_ENGINE_CANVAS="40"
+        "--target",
+        "latency_p95_ms=0.001",
+        "--alerts-mode",
+        "act",
+        "--allow-paging-change",
+        DGEMMA_ENGINE_CANVAS="40",
     )
     assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
     assert "the gate failed" in failed.stdout and "summary.md" in failed.stdout
@@ -174,9 +179,11 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
     assert cloud.state["calls"] == [], "a dry run calls no tool"
     out = done.stdout
     steps = [
+        # What is deployed, read first: the GPU service, then the history beside the state.
+        "gcloud run services describe dgemma --",
+        "gcloud storage cat gs://my-gpu-project-dgemma-tfstate/dgemma/dgemma/history.json",
         "terraform -chdir",
         "init -input=false",  # the command, not the step's heading above it
-        "gcloud run services describe dgemma --",  # the GPU service (the router's is preflight's)
         "terraform apply: the infrastructure",
         "gcloud builds submit",
         "terraform apply: the new revision, at 0 % under the tag candidate",
@@ -188,7 +195,7 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
     positions = [out.index(s) for s in steps]
     assert positions == sorted(positions), out
     # What the module makes: a metrics collector beside each service's container, and the monitoring.
-    made = out[: out.index(steps[0])]
+    made = out[: out.index("## preflight")]
     assert "google_cloud_run_v2_service.gpu (containers: dgemma, collector)" in made
     assert "google_cloud_run_v2_service.router (containers: router, collector)" in made
     for resource in (
@@ -304,7 +311,10 @@ def test_destroy_lifts_both_services_protection(cloud: Cloud) -> None:
     refused = cloud.dgemma("destroy")  # no terminal to confirm on
     assert refused.returncode == 2 and "confirm with --yes" in refused.stderr
     assert len(cloud.state["calls"]) == calls  # nothing asked of the cloud
-    assert cloud.dgemma("destroy", "--yes").returncode == 0
+    assert (cloud.work / "api-key").exists()
+    destroyed = cloud.dgemma("destroy", "--yes")
+    assert destroyed.returncode == 0
+    assert not (cloud.work / "api-key").exists() and "the API key's copy" in destroyed.stdout
     last, lifted = cloud.state["applied"][-2:]
     assert lifted["deletion_protection"] is False
     assert lifted["router_image"] == router_image and "@sha256:" in lifted["image"]
@@ -362,7 +372,7 @@ def test_a_new_router_starts_in_shadow_and_keeps_the_mode_it_runs(cloud: Cloud) 
     assert first.returncode == 0, first.stderr[-2000:]
     assert cloud.state["router"]["mode"] == "shadow"
     assert "--alerts-mode act" in " ".join(first.stdout.split())  # the one command that switches it
-    switched = cloud.deploy("--alerts-mode", "act")
+    switched = cloud.deploy("--alerts-mode", "act", "--allow-paging-change")
     assert switched.returncode == 0, switched.stderr[-2000:]
     assert cloud.state["router"]["mode"] == "act"
     later = cloud.deploy(DGEMMA_ENGINE_CANVAS="40")  # any later deploy, no flag: the mode it runs
@@ -422,3 +432,96 @@ def test_the_dry_run_shows_a_new_sinks_two_steps(cloud: Cloud) -> None:
     stop = "if dgemma-alerts-sink-pagerduty has no value yet (a first deploy): the deploy stops here (exit 2)"
     add = f"gcloud secrets versions add dgemma-alerts-sink-pagerduty --project={PROJECT} --data-file=-"
     assert stop in out and out.index(stop) < out.index(add) < out.index("gcloud builds submit")
+
+
+def test_missing_application_default_credentials_stop_the_deploy_before_any_change(
+    cloud: Cloud, tmp_path: Path
+) -> None:
+    """gcloud is logged in, but the weights' upload and checks (and Terraform) read the
+    application-default credentials: preflight finds none, before the state bucket or any apply."""
+    no_adc = {
+        "STORAGE_EMULATOR_HOST": "",  # the real Cloud Storage client, as the operator's machine has
+        "CLOUDSDK_CONFIG": str(tmp_path / "gcloud-config"),  # where `application-default login` writes
+        "NO_GCE_CHECK": "true",  # and not a Google VM's metadata server either
+    }
+    done = cloud.deploy(**no_adc)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "no Google credentials for Cloud Storage" in done.stderr
+    assert "gcloud auth application-default login" in done.stderr
+    assert cloud.calls() == ["gcloud auth print-access-token"], "refused right after gcloud's own check"
+
+
+def test_a_channel_of_another_project_number_is_refused_in_preflight(
+    cloud: Cloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A channel named by project number (inputs.py refuses other project IDs offline): preflight
+    holds it to the project's number, which it reads anyway. In process, against the stand-ins."""
+    from deploy.cloud.checks import preflight
+    from deploy.cloud.gcloud import Gcloud
+
+    monkeypatch.setenv("PATH", cloud.env["PATH"])
+    cloud.work.mkdir(parents=True, exist_ok=True)
+    shell = Shell(Console(file=io.StringIO()), cloud.work, dry_run=False)
+    ours = "projects/123456789012/notificationChannels/7"  # the stand-in's project number
+    cfg = DeployConfig(PROJECT, REGION, workdir=cloud.work, allow_dirty=True, notification_channels=(ours,))
+    preflight(cfg, shell, Gcloud(cfg, shell))
+    theirs = "projects/999999999999/notificationChannels/7"
+    cfg = replace(cfg, notification_channels=(), deadman_channels=(ours, theirs))
+    refused = f"--deadman-notify {theirs}: a channel of project number 999999999999"
+    with pytest.raises(ConfigError, match=refused):
+        preflight(cfg, shell, Gcloud(cfg, shell))
+
+
+def _changes(cloud: Cloud, since: int = 0) -> list[str]:
+    """The calls that change the project (the stand-ins' reads and `terraform init` aside)."""
+    changing = (
+        "terraform apply", "terraform destroy", "terraform state rm",
+        "gcloud storage rm", "gcloud storage buckets create", "gcloud storage cp",
+    )  # fmt: skip
+    words = (" ".join(w for w in call if not w.startswith("-")) for call in cloud.state["calls"][since:])
+    return [c for c in words if c.startswith(changing)]
+
+
+def test_destroy_with_nothing_deployed_changes_nothing_and_says_so(cloud: Cloud) -> None:
+    """No service, no router, no state bucket (the fixture's weights bucket was made by hand): no
+    init, no apply, exit 0. Then after a deploy and its destroy (the state bucket and the history
+    stay, the state holds nothing): the same, and the weights bucket is said to stay."""
+    done = cloud.dgemma("destroy", "--yes")
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = " ".join(done.stdout.split())
+    assert "nothing to destroy: no dgemma or dgemma-router service" in out and "destroyed" not in out
+    assert "no Terraform state (there is no state bucket); nothing was changed" in out
+    assert f"the weights stay in gs://{WEIGHTS_BUCKET}" in out
+    assert not [c for c in cloud.calls() if c.startswith("terraform")] and cloud.state["applies"] == 0
+    assert cloud.deploy().returncode == 0 and cloud.dgemma("destroy", "--yes").returncode == 0
+    mark = len(cloud.state["calls"])
+    again = cloud.dgemma("destroy", "--yes", "--delete-weights")
+    assert again.returncode == 0, again.stderr[-2000:]
+    out = " ".join(again.stdout.split())
+    assert f"no Terraform state (gs://{PROJECT}-dgemma-tfstate holds nothing)" in out
+    assert f"gs://{WEIGHTS_BUCKET} stays: `gcloud storage rm --recursive gs://{WEIGHTS_BUCKET}`" in out
+    assert "terraform state list" in cloud.calls(mark) and _changes(cloud, mark) == []
+    assert WEIGHTS_BUCKET in cloud.state["buckets"]
+
+
+def test_destroy_after_a_first_deploy_that_stopped_tears_down_what_the_state_holds(cloud: Cloud) -> None:
+    """The infrastructure applied, the revision refused: no service runs, but the state holds the
+    buckets and secrets, so destroy does its work."""
+    cloud.set(fail_apply_at=2)
+    assert cloud.deploy().returncode == 1
+    assert cloud.state["service"] is None and cloud.state["router"] is None
+    done = cloud.dgemma("destroy", "--yes")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "destroyed" in done.stdout and "nothing to destroy" not in done.stdout
+    assert "terraform destroy" in cloud.calls() and cloud.state["secrets"] == {}
+
+
+def test_a_dry_run_of_destroy_says_what_it_would_delete(cloud: Cloud) -> None:
+    done = cloud.dgemma("destroy", "--dry-run")
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = " ".join(done.stdout.split())
+    assert "destroyed" not in out and cloud.state["calls"] == []
+    assert "dry run: the destroy would delete dgemma and dgemma-router in" in out
+    assert f"the weights would stay in gs://{WEIGHTS_BUCKET}" in out
+    assert "(else: nothing to destroy, exit 0)" in out and "state list" in out, out

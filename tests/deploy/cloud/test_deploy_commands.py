@@ -52,12 +52,17 @@ def test_every_emitted_gcloud_command_parses(cloud: Cloud, tmp_path: Path) -> No
     assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 2, listed.stderr[-2000:]
     revoked = cloud.dgemma("keys", "revoke", listed.stdout.splitlines()[1].split()[0])
     assert revoked.returncode == 0, revoked.stderr[-2000:]
+    old = cloud.dgemma("keys", "list").stdout.split()[0]
+    assert cloud.dgemma("keys", "rotate").returncode == 0  # the router's new key first
+    early = cloud.dgemma("keys", "revoke", old)  # refused: it reads the version before the newest
+    assert early.returncode == 2 and "until the rotation" in early.stderr, early.stderr[-2000:]
     destroy = cloud.dgemma("destroy", "--delete-weights", "--yes")
     assert destroy.returncode == 0, destroy.stderr[-2000:]
     emitted = [call[1:] for call in cloud.state["calls"] if call[0] == "gcloud"]
     shapes: dict[str, list[str]] = {}
-    for args in emitted:  # one of each command (its first words), with the flags it was given
-        shapes.setdefault(" ".join(a for a in args[:3] if not a.startswith("-")), args)
+    for args in emitted:  # one of each command (its first words and its flags' names), as given
+        flags = sorted({a.split("=")[0] for a in args if a.startswith("-")})
+        shapes.setdefault(" ".join([*(a for a in args[:3] if not a.startswith("-")), *flags]), args)
     assert len(shapes) >= 12, sorted(shapes)
     # And the commands the deploy prints for the operator (how to read each sender's token).
     printed = [line.split("token: ", 1)[1] for line in first.stdout.splitlines() if "token: gcloud " in line]

@@ -6,6 +6,7 @@ the image build would upload, as the real gcloud lists it."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -18,8 +19,12 @@ from dockerfile_parse import DockerfileParser
 from app.core.config import ConfigError
 from deploy.cloud.config import ROOT, DeployConfig
 from deploy.cloud.inputs import check_checkpoint, check_deploy, check_upload
-from deploy.runtime.gpu_budget import BIG_CONFIG
+from deploy.models import TOY_DIR
+from deploy.runtime.gpu_budget import BIG_CONFIG, Arch
+from deploy.runtime.tensors import check_contents, read_header
 from deploy.runtime.weights import verify
+from tests.helpers.checkpoints import bf16_tensors, w4a16_checkpoint, w4a16_tensors, write_safetensors
+from tests.helpers.deploy import Cloud
 
 pytestmark = pytest.mark.integration
 
@@ -37,13 +42,16 @@ def _config(*flags: str) -> DeployConfig:
 
 
 def _checkpoint(root: Path, *, config: dict[str, object] | None = None, weights: bool = True) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
+    """The 26B-A4B as a W4A16 checkpoint (its tensors' data a sparse hole: 14.5 GB that take no
+    disk), or `config` beside an empty weights file; `weights=False`: no weights file."""
     if config is None:
-        config = json.loads(BIG_CONFIG.read_text())
-        config["quantization_config"] = {"quant_method": "compressed-tensors"}
-    (root / "config.json").write_text(json.dumps(config))
-    if weights:
-        (root / "model.safetensors").write_bytes(b"\0" * 1024)
+        w4a16_checkpoint(root, json.loads(BIG_CONFIG.read_text()), sparse=True)
+    else:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "config.json").write_text(json.dumps(config))
+        (root / "model.safetensors").write_bytes(b"")
+    if not weights:
+        (root / "model.safetensors").unlink()
     return root
 
 
@@ -66,6 +74,24 @@ BAD_FLAGS = [
     (["--invoker", "allUsers"], "--invoker"),
     (["--invoker", "bob@example.com"], "--invoker"),
     (["--weights-prefix", "/abs/path"], '--weights-prefix "/abs/path"'),
+    (["--weights-prefix", "../x"], "--weights-prefix ../x: expected a folder without . or .. segments"),
+    (["--weights-prefix", "models/../../x"], "--weights-prefix models/../../x: expected a folder"),
+    (["--weights-prefix", "a/./b"], "--weights-prefix a/./b"),
+    (["--weights-prefix", "a//b"], '--weights-prefix "a//b": weights_prefix must be a relative'),
+    (["--weights-prefix", ""], '--weights-prefix "": weights_prefix must be a relative'),
+    (
+        ["--weights-mode", "download", "--memory", "16Gi"],
+        "--weights-mode download with --memory 16Gi: weights mode 'download' needs 2",
+    ),
+    (
+        ["--notify", "projects/other-project/notificationChannels/123"],
+        "--notify projects/other-project/notificationChannels/123: a channel of project other-project, "
+        "not of --project my-gpu-project",
+    ),
+    (
+        ["--deadman-notify", "projects/other-project/notificationChannels/9"],
+        "--deadman-notify projects/other-project/notificationChannels/9: a channel of project other-project",
+    ),
     (["--warmup-seconds", "-5"], "--warmup-seconds -5: expected more than 0"),
     (["--warmup-seconds", "0"], "--warmup-seconds 0"),
     (["--latency-seconds", "0"], "--latency-seconds 0: expected at least 1"),
@@ -104,6 +130,15 @@ def test_a_bad_flag_is_refused_before_the_cloud_with_its_reason(flags: list[str]
 
 def test_good_flags_pass() -> None:
     check_deploy(_config("--max-instances", "2", "--invoker", "user:ops@example.com"))
+    check_deploy(
+        _config(
+            "--weights-prefix", "models/dgemma-w4a16/v2", "--weights-mode", "download",
+            "--notify", "projects/my-gpu-project/notificationChannels/1",
+            "--deadman-notify", "projects/123456789012/notificationChannels/2",  # a number: preflight's
+        )
+    )  # fmt: skip
+    check_deploy(_config("--weights-mode", "baked", "--memory", "16Gi"))
+    check_deploy(_config("--weights-mode", "gcs_fuse", "--memory", "16Gi"))
     check_deploy(
         _config(
             "--label", "team=sre", "--cpu", "4", "--memory", "16Gi", "--router-min-instances", "0",
@@ -256,3 +291,187 @@ def test_a_dry_run_of_keys_add_prints_no_key() -> None:
     done = _cli("keys", "add", *GOOD, "--dry-run")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "<a new key>"
+
+
+def _header(path: Path) -> dict[str, tuple[tuple[int, ...], str]]:
+    return {t.name: (t.shape, t.dtype) for t in read_header(path)}
+
+
+TOY_CONFIG = json.loads((TOY_DIR / "config.json").read_text())
+ENGINE_PY = ROOT / ".venv-engine" / "bin" / "python"
+
+
+def test_the_stand_in_checkpoints_have_the_real_ones_tensors() -> None:
+    """tests/helpers/checkpoints.py writes the tensors transformers saved for the toy, by name and
+    shape (the W4A16 layout follows from them by w4a16.py's plan: held to `dgemma model random`'s
+    output below)."""
+    assert bf16_tensors(TOY_CONFIG) == _header(TOY_DIR / "model.safetensors")
+
+
+def test_the_real_checkpoints_pass_the_contents_check(tmp_path: Path) -> None:
+    """The trained toy and the tiny random model (bf16, transformers' own files) hold their
+    architecture's tensors; so does the full 26B-A4B in the W4A16 layout, and the checks of
+    `--checkpoint` accept it."""
+    for model in (TOY_DIR, ROOT / ".cache" / "model"):  # the tiny one, where a session made it
+        if (model / "model.safetensors").is_file():
+            config = json.loads((model / "config.json").read_text())
+            check_contents(model, Arch.from_config(config), "bf16", 64)
+    check_checkpoint(_checkpoint(tmp_path / "26b"), _config())
+
+
+@pytest.mark.skipif(not ENGINE_PY.is_file(), reason="`dgemma model random` needs the engine's python")
+def test_a_random_checkpoint_passes_the_checks_of_a_deploy(tmp_path: Path) -> None:
+    """`dgemma model random` (the engine's torch and transformers; no engine started) on the toy's
+    architecture: the W4A16 layout the stand-ins write, accepted by `--checkpoint`'s checks."""
+    out = tmp_path / "random"
+    done = _cli(
+        "model", "random", str(out), "--config", str(TOY_DIR / "config.json"), "--tokenizer", str(TOY_DIR),
+        "--group-size", "64", "--canvas", "16",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _header(out / "model.safetensors") == w4a16_tensors(TOY_CONFIG, 64)
+    check_checkpoint(out, _config())
+
+
+def _toy(root: Path) -> Path:
+    """The toy's architecture as a W4A16 checkpoint with random weights."""
+    return w4a16_checkpoint(root, TOY_CONFIG)
+
+
+def _rewrite(path: Path, specs: dict[str, tuple[tuple[int, ...], str]]) -> None:
+    write_safetensors(path / "model.safetensors", specs)
+
+
+def _without(prefix: str) -> dict[str, tuple[tuple[int, ...], str]]:
+    return {n: s for n, s in w4a16_tensors(TOY_CONFIG).items() if not n.startswith(prefix)}
+
+
+def _wrong_expert(specs: dict[str, tuple[tuple[int, ...], str]]) -> dict[str, tuple[tuple[int, ...], str]]:
+    name = "model.decoder.layers.1.experts.2.up_proj.weight_packed"
+    return {**specs, name: ((64, 8), "I32")}
+
+
+def _two_shards(path: Path) -> None:
+    specs = w4a16_tensors(TOY_CONFIG)
+    (path / "model.safetensors").unlink()
+    names = list(specs)
+    write_safetensors(path / "model-00001-of-00002.safetensors", {n: specs[n] for n in names[:100]})
+    write_safetensors(path / "model-00002-of-00002.safetensors", {n: specs[n] for n in names[99:]})
+
+
+def _cut(path: Path) -> None:
+    weights = path / "model.safetensors"
+    with weights.open("r+b") as f:
+        f.truncate(weights.stat().st_size - 100)
+
+
+BAD_CONTENTS = [
+    ("empty", lambda p: (p / "model.safetensors").write_bytes(b""), "model.safetensors: 0 bytes, not a"),
+    (
+        "1 MiB of random bytes",
+        lambda p: (p / "model.safetensors").write_bytes(os.urandom(2**20)),
+        "model.safetensors: its first 8 bytes give a header of",
+    ),
+    ("cut short", _cut, "(cut short?)"),
+    (
+        "a header that is not JSON",
+        lambda p: (p / "model.safetensors").write_bytes(b"\x08" + b"\0" * 7 + b"not json"),
+        "model.safetensors: its header is not JSON",
+    ),
+    (
+        "a layer missing",
+        lambda p: _rewrite(p, _without("model.decoder.layers.3.")),
+        "model.safetensors: no tensors of layers [3], where config.json has 4 layers",
+    ),
+    (
+        "no embedding",
+        lambda p: _rewrite(p, _without("model.decoder.embed_tokens")),
+        "model.safetensors: no embedding of [2048, 128] (vocab x hidden): none",
+    ),
+    (
+        "an expert of the wrong shape",
+        lambda p: _rewrite(p, _wrong_expert(w4a16_tensors(TOY_CONFIG))),
+        "model.safetensors: model.decoder.layers.1.experts.2.up_proj.weight_packed is [64, 8], "
+        "config.json's experts make it [64, 16]",
+    ),
+    (
+        "a kind missing",
+        lambda p: _rewrite(p, _without("model.decoder.self_conditioning.")),
+        "model.safetensors: 0 self-conditioning parameters, where config.json's architecture has 98,304",
+    ),
+    (
+        "bf16 weights under a W4A16 config",
+        lambda p: _rewrite(p, bf16_tensors(TOY_CONFIG)),
+        "model.safetensors: 2,626,600 bytes of text-model tensors, where `dgemma fit` computes 1,236,896 "
+        "for config.json's architecture in w4a16 (group size 64)",
+    ),
+    (
+        "another group size",
+        lambda p: _rewrite(p, w4a16_tensors(TOY_CONFIG, 32)),
+        "model.safetensors: 1,267,072 bytes of text-model tensors, where `dgemma fit` computes 1,236,896",
+    ),
+    ("a tensor in two shards", _two_shards, "model-00002-of-00002.safetensors: tensor 'model.decoder"),
+    (
+        "an index that names another file",
+        lambda p: (p / "model.safetensors.index.json").write_text(
+            json.dumps({"weight_map": {"model.decoder.norm.weight": "model-00001.safetensors"}})
+        ),
+        "model.safetensors.index.json: puts 'model.decoder.norm.weight' in model-00001.safetensors, but "
+        "it is in model.safetensors",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("spoil", "expected"), [b[1:] for b in BAD_CONTENTS], ids=[b[0] for b in BAD_CONTENTS]
+)
+def test_a_checkpoint_whose_tensors_are_not_its_architectures_is_refused(
+    tmp_path: Path, spoil: object, expected: str
+) -> None:
+    path = _toy(tmp_path / "ckpt")
+    check_checkpoint(path, _config())  # as made, it passes
+    spoil(path)  # type: ignore[operator]
+    with pytest.raises(ConfigError) as refused:
+        check_checkpoint(path, _config())
+    message = str(refused.value)
+    assert message.startswith(f"--checkpoint {path}: ") and expected in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("weights", [b"", os.urandom(2**20)], ids=["empty", "1 MiB of random bytes"])
+def test_the_dry_run_refuses_diffusiongemmas_config_beside_no_real_weights(
+    tmp_path: Path, weights: bytes
+) -> None:
+    path = _checkpoint(tmp_path / "ckpt")
+    (path / "model.safetensors").write_bytes(weights)
+    done = _cli("deploy", *GOOD, "--checkpoint", str(path), "--dry-run")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert f"--checkpoint {path}: model.safetensors: " in done.stderr and not done.stdout
+
+
+def _stand_ins(tmp_path: Path) -> Cloud:
+    """The stand-in project, nothing deployed, nothing answering: a refusal must come before it."""
+    return Cloud(tmp_path, "http://127.0.0.1:9", "http://127.0.0.1:9", tmp_path / "no-checkpoint")
+
+
+def test_a_weights_mode_that_does_not_fit_the_memory_is_refused_before_any_cloud_call(tmp_path: Path) -> None:
+    cloud = _stand_ins(tmp_path)
+    done = cloud.dgemma("deploy", "--weights-mode", "download", "--memory", "16Gi", "--allow-dirty")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "--weights-mode download with --memory 16Gi: weights mode 'download' needs" in done.stderr
+    assert cloud.state["calls"] == [], "no gcloud or terraform call before the refusal"
+
+
+def test_a_workdir_that_is_a_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    cloud = _stand_ins(tmp_path / "cloud")
+    file = tmp_path / "notes.txt"
+    file.write_text("not a folder")
+    for command in (["deploy", "--allow-dirty"], ["destroy", "--yes"], ["keys", "list"]):
+        argv = [sys.executable, "-m", "deploy.cli", *command, *GOOD, "--workdir", str(file / "sub")]
+        done = subprocess.run(argv, env=cloud.env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        assert f"--workdir {file / 'sub'}: {file} is a file, not a folder" in done.stderr
+    assert cloud.state["calls"] == []

@@ -20,7 +20,7 @@ def test_rollback_moves_the_traffic_and_the_router_back_and_the_next_run_keeps_i
     assert cloud.deploy().returncode == 0
     first = cloud.traffic()[0][0]
     router_before = cloud.state["router"]
-    second = cloud.deploy("--alerts-mode", "act", DGEMMA_ENGINE_CANVAS="40")
+    second = cloud.deploy("--alerts-mode", "act", "--allow-paging-change", DGEMMA_ENGINE_CANVAS="40")
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     new = cloud.traffic()[0][0]
     assert new != first and cloud.state["router"]["mode"] == "act"
@@ -51,7 +51,7 @@ def test_rollback_moves_the_traffic_and_the_router_back_and_the_next_run_keeps_i
     assert cloud.state["router"]["mode"] == "act", "--only service leaves the router"
     # The next deploy of the rolled-back commit gates its revision again before the traffic moves.
     applies = cloud.state["applies"]
-    redo = cloud.deploy("--alerts-mode", "act", DGEMMA_ENGINE_CANVAS="40")
+    redo = cloud.deploy("--alerts-mode", "act", "--allow-paging-change", DGEMMA_ENGINE_CANVAS="40")
     assert redo.returncode == 0, redo.stderr[-2000:]
     candidate = cloud.state["applied"][applies]
     assert candidate["candidate_revision"] == new and candidate["serving_revision"] == first
