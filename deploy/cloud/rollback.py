@@ -7,6 +7,8 @@ revision again before the traffic moves back."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 
 from app.core.config import ConfigError
@@ -66,12 +68,7 @@ def rollback(cfg: DeployConfig, console: Console, *, to: str = "", parts: tuple[
         history.routers.append({"with": now, "variables": before})
     elif "router" in parts:
         console.print(f"{cfg.router} did not change with {serving}: it stays as it is", markup=False)
-    before_rollback = dict(history.applied)
-    for why, targets in plan:
-        tf.apply(variables, why, targets=targets)
-        history.applied = dict(variables)
-        history.undo, history.undo_parts = before_rollback, list(parts)
-        history.write(gcloud)
+    _apply(plan, variables, tf, gcloud, history, list(parts))
     if not cfg.dry_run:
         console.print(
             "rolled back: " + "; ".join(why for why, _ in plan) + ". The next `dgemma deploy` gates its "
@@ -94,18 +91,31 @@ def _undo(
     if "router" in parts:
         steps.append((f"{cfg.router} back to its settings before the last rollback", ()))
         history.routers.append({"with": target or serving, "variables": router_part(variables)})
-    before = dict(history.applied)
-    for why, targets in steps:
-        tf.apply(variables, why, targets=targets)
-        history.applied = dict(variables)
-        history.undo, history.undo_parts = before, parts
-        history.write(gcloud)
+    _apply(steps, variables, tf, gcloud, history, parts)
     if not cfg.dry_run:
         console.print(
             "rolled back the rollback: " + "; ".join(why for why, _ in steps) + ". `dgemma rollback` again "
             "undoes this one."
         )
     return 0
+
+
+def _apply(
+    steps: list[tuple[str, tuple[str, ...]]],
+    variables: dict[str, Any],
+    tf: Terraform,
+    gcloud: Gcloud,
+    history: History,
+    parts: list[str],
+) -> None:
+    """Each step's apply of `variables`, recorded as it lands, with what an undo of it applies: the
+    variables before the first step."""
+    before = dict(history.applied)
+    for why, targets in steps:
+        tf.apply(variables, why, targets=targets)
+        history.applied = dict(variables)
+        history.undo, history.undo_parts = before, parts
+        history.write(gcloud)
 
 
 def _before(served: list[str], serving: str, dry_run: bool) -> str:
