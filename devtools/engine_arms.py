@@ -98,10 +98,12 @@ class Arm:
     replicas: int = 1  # copies of the kit on the one GPU, the load split evenly between them
     extra_env: dict[str, str] = field(default_factory=dict)  # the arm's `env`: beyond the kit's settings
 
-    def env(self) -> dict[str, str]:
-        """The settings as the supervisor reads them (DGEMMA_ENGINE_...), and the arm's own `env`."""
+    def env(self, out: Path | None = None) -> dict[str, str]:
+        """The settings as the supervisor reads them (DGEMMA_ENGINE_...), and the arm's own `env`,
+        `{out}` in its values standing for the run's output folder (no host's path in an arms file)."""
         names = env_names(EngineSettings)
-        return {names[k][0]: v for k, v in self.settings.items()} | self.extra_env
+        extra = {k: v.replace("{out}", str(out)) if out else v for k, v in self.extra_env.items()}
+        return {names[k][0]: v for k, v in self.settings.items()} | extra
 
     def engine(self, gpu: str) -> EngineSettings:
         """The settings the supervisor resolves for this arm (`gpu`: the run's profile, unless the
@@ -434,7 +436,7 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
             env = child.run_env(
                 opts.model, gpu, opts.cache_dir, key=key, port=port, engine_port=engine_port,
                 on_larger=on_larger, startup_timeout_s=opts.startup_timeout_s,
-            ) | arm.env()  # fmt: skip
+            ) | arm.env(opts.out)  # fmt: skip
             # The gateway admits as many decisions as its engines have seqs, as terraform/main.tf sets it.
             env["DGEMMA_MAX_CONCURRENT_DECISIONS"] = str(engine.engine_max_num_seqs * engine.engine_replicas)
             if arm.replicas > 1 and not on_larger:

@@ -329,6 +329,9 @@ def test_an_arms_env_is_the_processes_own_variables(tmp_path: Path) -> None:
         'env = { PYTHONDONTWRITEBYTECODE = 1, PYTHONPYCACHEPREFIX = "/x" }\n'
     )
     assert load_arms(path) == [arm]
+    (spelled,) = parse_arms(["nopyc:env.PYTHONPYCACHEPREFIX={out}/nopyc"])
+    assert spelled.env(Path("/run/here"))["PYTHONPYCACHEPREFIX"] == "/run/here/nopyc"
+    assert spelled.env()["PYTHONPYCACHEPREFIX"] == "{out}/nopyc"
     (tmp_path / "again.toml").write_text(arms_toml([arm]))
     assert load_arms(tmp_path / "again.toml") == [arm]
     assert arm != parse_arms(["nopyc:engine_multiproc_method=fork"])[0]
