@@ -174,6 +174,12 @@ GPU = "module.dgemma.google_cloud_run_v2_service.gpu"
 INVOKERS = "module.dgemma.google_cloud_run_v2_service_iam_member.invokers"
 
 
+def weights_folder(v: dict[str, Any]) -> str:
+    """The checkpoint's folder as terraform/main.tf's `weights_folder` makes it."""
+    prefix, version = v.get("weights_prefix", "dgemma-w4a16"), v.get("weights_version", "")
+    return f"{prefix}/{version}" if version else str(prefix)
+
+
 def _weights_bucket(v: dict[str, Any], state: dict[str, Any]) -> str | None:
     """Create, import or refuse the weights bucket as Terraform would; an error message, or None."""
     bucket = f"{v['project_id']}-{v['service_name']}-weights"
@@ -284,7 +290,7 @@ def terraform(args: list[str], state: dict[str, Any]) -> int:
             "service_url": state.get("service_url", "") if service else "",
             "candidate_url": state.get("candidate_url", "") if candidate else "",
             "latest_ready_revision": service["latest"] if service else "",
-            "weights_url": f"gs://{project}-{name}-weights/{v.get('weights_prefix', 'dgemma-w4a16')}",
+            "weights_url": f"gs://{project}-{name}-weights/{weights_folder(v)}",
             "weights_bucket": f"{project}-{name}-weights",
             "build_source_bucket": f"{project}-{name}-build",
             "image_repository": f"{region}-docker.pkg.dev/{project}/{name}",

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/lint.sh
 set +e
-.venv/bin/python -m pytest -q -ra --durations=15 "$@"
+.venv/bin/python -m pytest -q -ra "$@"  # the slowest, and where the time went: tests/helpers/timing.py
 code=$?
 set -e
 if [ "$code" -eq 5 ]; then

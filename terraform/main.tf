@@ -2,7 +2,8 @@ locals {
   labels = merge(var.labels, { "managed-by" = "dgemma-kit" })
 
   weights_bucket = "${var.project_id}-${var.service_name}-weights"
-  weights_url    = "gs://${local.weights_bucket}/${var.weights_prefix}"
+  weights_folder = var.weights_version == "" ? var.weights_prefix : "${var.weights_prefix}/${var.weights_version}"
+  weights_url    = "gs://${local.weights_bucket}/${local.weights_folder}"
   # The runtime reads the bucket only when the checkpoint is not in the image.
   runtime_reads_weights = var.weights_mode != "baked"
   # The engine's compile caches, kept between instances (deploy/runtime/compile_cache.py): the one

@@ -175,7 +175,7 @@ resource "google_cloud_run_v2_service" "gpu" {
         gcs {
           bucket        = google_storage_bucket.weights.name
           read_only     = true
-          mount_options = concat(var.gcs_fuse_mount_options, ["only-dir=${var.weights_prefix}"])
+          mount_options = concat(var.gcs_fuse_mount_options, ["only-dir=${local.weights_folder}"])
         }
       }
     }

@@ -214,6 +214,17 @@ variable "weights_prefix" {
   }
 }
 
+variable "weights_version" {
+  type        = string
+  description = "The checkpoint's own folder under `weights_prefix`: `dgemma deploy --checkpoint` uploads each checkpoint to `<weights_prefix>/<its manifest's content digest>`, so a revision's weights never change under it and a rollback serves the weights it served. Empty: `weights_prefix` itself."
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([0-9a-f]{12})?$", var.weights_version))
+    error_message = "weights_version must be empty or a checkpoint's 12-hex-digit manifest digest."
+  }
+}
+
 variable "gcs_fuse_mount_options" {
   type        = list(string)
   description = "Cloud Storage FUSE options of the weights volume (gcs_fuse mode): buffered, parallel-friendly reads of large immutable files, metadata cached for the instance's life."

@@ -17,6 +17,7 @@ from app.gateway.main import create_app
 from devtools.stack import LocalStack, local_stack
 from tests.helpers import cpu
 from tests.helpers.gateway import GatewayFactory, gateway_settings, serving
+from tests.helpers.timing import Timing
 
 pytest_plugins = ["tests.fixtures.gateway", "tests.fixtures.deploy"]
 
@@ -92,6 +93,11 @@ def gateway_factory(stack: LocalStack) -> Iterator[GatewayFactory]:
 
 
 TIERS = ("unit", "inprocess", "integration")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where the time goes, recorded for every session (tests/helpers/timing.py)."""
+    config.pluginmanager.register(Timing(), "timing")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -24,6 +24,9 @@ class DeployConfig:
     service: str = "dgemma"
     checkpoint: Path | None = None
     weights_prefix: str = "dgemma-w4a16"
+    # The checkpoint's folder under the prefix: its manifest's content digest, which --checkpoint sets
+    # (each checkpoint its own folder, never overwritten); empty: the prefix itself.
+    weights_version: str = ""
     weights_mode: str = "auto"
     invokers: tuple[str, ...] = ()
     max_instances: int = 1
@@ -75,6 +78,17 @@ class DeployConfig:
     @property
     def memory_gib(self) -> float:
         return float(self.memory.removesuffix("Gi"))  # checked first: 16Gi to 32Gi (terraform/variables.tf)
+
+    @property
+    def weights_folder(self) -> str:
+        """The checkpoint's folder in the weights bucket, as terraform/main.tf's `weights_folder`."""
+        return (
+            f"{self.weights_prefix}/{self.weights_version}" if self.weights_version else self.weights_prefix
+        )
+
+    @property
+    def weights_url(self) -> str:
+        return f"gs://{self.weights_bucket}/{self.weights_folder}"
 
     @property
     def state_bucket(self) -> str:

@@ -50,7 +50,7 @@ from deploy.cloud.terraform import (
 from deploy.cloud.variables import changes, check_paging, remembered
 from deploy.cloud.weights import choose_mode, ensure_weights
 from deploy.errors import DeployError
-from deploy.runtime.weights import Manifest
+from deploy.runtime.weights import Manifest, build_manifest
 
 if TYPE_CHECKING:
     from loadtest.gate import GateProfile
@@ -124,6 +124,7 @@ class Rollout:
     invokers: tuple[str, ...] = ()
     live: Live | None = None
     manifest: Manifest | None = None
+    local: Manifest | None = None  # --checkpoint's manifest, built once (its digest names its folder)
     mode: str = "baked"
     outputs: dict[str, Any] = field(default_factory=dict)
     key: str = ""
@@ -217,6 +218,8 @@ def _preflight(r: Rollout) -> None:
         )
     asked = r.cfg
     r.cfg = remembered(r.cfg, r.history.applied)
+    if r.cfg.checkpoint is not None:
+        r.local, r.cfg = checkpoint_version(r.cfg, r.shell)
     if r.cfg != asked:
         check_deploy(r.cfg)  # what came from the history, against this checkout's module and fit
     applied = r.history.applied
@@ -247,6 +250,26 @@ def _preflight(r: Rollout) -> None:
         )
 
 
+def checkpoint_version(cfg: DeployConfig, shell: Shell) -> tuple[Manifest, DeployConfig]:
+    """--checkpoint's manifest, and `cfg` with its folder: the manifest's digest under the prefix, so
+    that an upload never overwrites what a revision serves (a rollback serves its own weights)."""
+    local = build_manifest(cfg.checkpoint) if cfg.checkpoint else None
+    if local is None:
+        raise ConfigError("--checkpoint: no checkpoint to read")
+    if "weights_version" in cfg.given and cfg.weights_version != local.digest:
+        raise ConfigError(
+            f"--weights-version {cfg.weights_version} with --checkpoint {cfg.checkpoint}, whose digest is "
+            f"{local.digest}: give one of the two"
+        )
+    if cfg.weights_version != local.digest:
+        shell.console.print(
+            f"{cfg.checkpoint}: manifest digest {local.digest}, its folder gs://"
+            f"{cfg.weights_bucket}/{cfg.weights_prefix}/{local.digest}",
+            markup=False,
+        )
+    return local, replace(cfg, weights_version=local.digest)
+
+
 def _init(r: Rollout) -> None:
     r.gcloud.ensure_state_bucket()
     r.tf.init(tfvars(r.cfg, "baked"), kept_weights(r.cfg, r.shell, r.gcloud))
@@ -271,7 +294,7 @@ def _weights(r: Rollout) -> None:
             tfvars(r.cfg, "baked", invokers=r.invokers),
             "the infrastructure (APIs, repository, buckets, identities, secret)",
         )
-    r.manifest = ensure_weights(r.cfg, r.shell, f"gs://{r.cfg.weights_bucket}/{r.cfg.weights_prefix}")
+    r.manifest = ensure_weights(r.cfg, r.shell, r.cfg.weights_url, r.local)
     r.mode = choose_mode(r.cfg, r.manifest)
 
 

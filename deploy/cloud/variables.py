@@ -105,6 +105,16 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="PREFIX",
     ),
     Setting(
+        "weights_version",
+        "weights_version",
+        "--weights-version",
+        "the checkpoint's folder under the prefix, its manifest's digest (set by --checkpoint; another "
+        "serves a checkpoint uploaded before)",
+        "gpu",
+        group="weights",
+        metavar="DIGEST",
+    ),
+    Setting(
         "weights_mode",
         "weights_mode",
         "--weights-mode",

@@ -23,18 +23,21 @@ from deploy.runtime.weights import (
 )
 
 
-def ensure_weights(cfg: DeployConfig, shell: Shell, url: str) -> Manifest | None:
-    """Upload the checkpoint when the bucket's manifest differs; then the bucket's objects must
-    match their manifest (by Cloud Storage's own checksums). The manifest, or None in a dry run."""
+def ensure_weights(
+    cfg: DeployConfig, shell: Shell, url: str, local: Manifest | None = None
+) -> Manifest | None:
+    """Upload the checkpoint (`local`: its manifest, if built) when the bucket's manifest differs;
+    then the bucket's objects must match their manifest (by Cloud Storage's own checksums). The
+    manifest, or None in a dry run."""
     what = (
         f"upload {cfg.checkpoint} to {url} if its manifest differs; verify {url} by MD5/CRC32C"
         if cfg.checkpoint
         else f"verify {url} against its manifest by MD5/CRC32C"
     )
-    return shell.call(what, lambda: sync(cfg, shell.console, url), None)
+    return shell.call(what, lambda: sync(cfg, shell.console, url, local), None)
 
 
-def sync(cfg: DeployConfig, console: Console, url: str) -> Manifest | None:
+def sync(cfg: DeployConfig, console: Console, url: str, local: Manifest | None = None) -> Manifest | None:
     """The upload (when the manifest differs) and the verification, against the bucket itself."""
     from deploy.runtime.weights import fetch_manifest
 
@@ -46,7 +49,7 @@ def sync(cfg: DeployConfig, console: Console, url: str) -> Manifest | None:
             raise
         manifest = None
     if cfg.checkpoint is not None:
-        local = build_manifest(cfg.checkpoint)
+        local = local or build_manifest(cfg.checkpoint)
         if manifest is None or not same_files(local, manifest):
             console.print(f"uploading {cfg.checkpoint} to {url} ({local.total_bytes / 1e9:.1f} GB)")
             manifest = upload(cfg.checkpoint, url, client, manifest=local)

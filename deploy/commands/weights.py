@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
+    from app.core.config import ConfigError
     from deploy.runtime import weights
 
     console = Console(stderr=True, soft_wrap=True)
@@ -55,6 +56,12 @@ def run(args: argparse.Namespace) -> int:
         elapsed = time.monotonic() - started
         console.print(f"verified in {elapsed:.1f} s" if not problems else f"{len(problems)} problem(s)")
         return 1 if problems else 0
+    if args.action == "upload":
+        # What the command names first: a wrong folder or URL is the operator's to fix before any
+        # credential matters.
+        weights.parse_gs(args.url)
+        if not args.src.is_dir():
+            raise ConfigError(f"weights upload {args.src}: no such folder (the checkpoint to upload)")
     client = weights.client_from_env()
     if args.action == "upload":
         manifest = weights.upload(args.src, args.url, client)

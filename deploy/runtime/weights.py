@@ -101,6 +101,13 @@ class Manifest:
     def total_bytes(self) -> int:
         return sum(e.size for e in self.files)
 
+    @property
+    def digest(self) -> str:
+        """The checkpoint's content digest (names, sizes, sha256s; not when it was listed): the folder
+        a deploy uploads it to, so that one folder only ever holds one checkpoint."""
+        files = sorted((e.name, e.size, e.sha256) for e in self.files)
+        return hashlib.sha256(json.dumps(files).encode()).hexdigest()[:12]
+
     def to_json(self) -> str:
         return (
             json.dumps({"created": self.created, "files": [asdict(e) for e in self.files]}, indent=2) + "\n"

@@ -106,6 +106,10 @@ def test_exit_codes_come_from_one_table(capsys: pytest.CaptureFixture[str], tmp_
     assert "does not fit" in capsys.readouterr().err
     assert cli.main(["weights", "verify", str(tmp_path)]) == 1
     assert "manifest.json is missing" in capsys.readouterr().err
+    # A folder that is not there is named before credentials are looked for (none here).
+    assert cli.main(["weights", "upload", str(tmp_path / "nope"), "gs://b/p"]) == 2
+    assert f"weights upload {tmp_path / 'nope'}: no such folder" in " ".join(capsys.readouterr().err.split())
+    assert cli.main(["weights", "upload", str(tmp_path), "s3://b/p"]) == 2
 
 
 def test_an_invalid_setting_is_a_refusal(

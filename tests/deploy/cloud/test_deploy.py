@@ -24,7 +24,7 @@ from deploy.cloud.config import SENDERS, DeployConfig
 from deploy.cloud.rollout import ensure_router_secrets
 from deploy.cloud.shell import Shell
 from deploy.cloud.terraform import ROUTER_SECRETS, Terraform, tfvars
-from deploy.runtime.weights import client_from_env
+from deploy.runtime.weights import build_manifest, client_from_env
 from devtools.fakecloud import WEIGHTS
 from devtools.metadata import claims_of, fake_metadata
 from devtools.stack import ROOT
@@ -78,8 +78,11 @@ def test_a_first_deploy_lays_out_the_project_then_serves_at_100_percent(rollouts
     assert revision["targets"] == [f"{gpu}.gpu", f"{gpu}_iam_member.{operator}"]
     assert "targets" not in opened and opened["revision_suffix"] == revision["revision_suffix"]
     assert revision["engine_max_num_seqs"] == 32  # the supervisor's own default
+    # The checkpoint's own folder: its manifest's digest under the prefix, which the revision names.
+    digest = build_manifest(cloud.checkpoint).digest
+    assert revision["weights_version"] == digest and f"dgemma-w4a16/{digest}" in first.stdout
     bucket = storage.Client(project="test").bucket(WEIGHTS_BUCKET)
-    assert bucket.blob("dgemma-w4a16/manifest.json").exists(client=client_from_env("test"))
+    assert bucket.blob(f"dgemma-w4a16/{digest}/manifest.json").exists(client=client_from_env("test"))
     assert (cloud.work / "api-key").stat().st_mode & 0o777 == 0o600
     assert "ready in" in first.stdout
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
+from pathlib import Path
 
 import pytest
+from google.cloud import storage
 
 from deploy.cloud.variables import SETTINGS, changes, paging_changes
-from tests.helpers.deploy import PROJECT, Cloud
+from deploy.runtime.weights import build_manifest, client_from_env
+from tests.helpers.deploy import PROJECT, WEIGHTS_BUCKET, Cloud
 from tests.helpers.terraform import TERRAFORM
 
 pytestmark = pytest.mark.integration
@@ -154,6 +158,47 @@ def test_two_rollbacks_keep_a_router_the_operator_shadowed(cloud: Cloud) -> None
     assert cloud.dgemma("rollback").returncode == 0
     assert cloud.dgemma("rollback").returncode == 0
     assert cloud.state["router"]["mode"] == "shadow"
+
+
+def test_each_checkpoint_has_its_own_folder_and_a_rollback_serves_the_weights_it_served(
+    cloud: Cloud, tmp_path: Path
+) -> None:
+    """In download mode the revision reads the bucket at every cold start: a new --checkpoint goes to
+    its own folder (its manifest's digest), so the serving revision's objects are never rewritten, and
+    a rollback points the service at the folder it served."""
+    assert cloud.deploy("--weights-mode", "download").returncode == 0
+    a = build_manifest(cloud.checkpoint).digest
+    bucket = storage.Client(project="test").bucket(WEIGHTS_BUCKET)
+    client = client_from_env("test")
+
+    def objects(folder: str) -> dict[str, tuple[int | None, str | None]]:
+        blobs = client.list_blobs(bucket, prefix=f"dgemma-w4a16/{folder}/")
+        return {b.name: (b.generation, b.md5_hash) for b in blobs}
+
+    served = objects(a)
+    assert served and json.loads((cloud.work / "terraform.tfvars.json").read_text())["weights_version"] == a
+    other = tmp_path / "retrained"
+    shutil.copytree(cloud.checkpoint, other)
+    with (other / "model.safetensors").open("r+b") as f:  # another checkpoint: one weight byte differs
+        f.seek(-1, 2)
+        last = f.read(1)
+        f.seek(-1, 2)
+        f.write(bytes([last[0] ^ 0xFF]))
+    b = build_manifest(other).digest
+    assert b != a
+    second = cloud.deploy("--checkpoint", str(other))
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    assert f"weights_version: {a} -> {b}" in " ".join(second.stdout.split())
+    assert objects(a) == served, "the serving revision's weights were not touched"
+    assert objects(b) and cloud.state["applied"][-1]["weights_version"] == b
+    back = cloud.dgemma("rollback")
+    assert back.returncode == 0, back.stdout[-2000:] + back.stderr[-2000:]
+    # The traffic goes back to the first revision, whose template (immutable, as Cloud Run's) reads a.
+    ((revision, percent, _),) = cloud.traffic()
+    made = next(
+        v for v in cloud.state["applied"] if f"{v['service_name']}-{v['revision_suffix']}" == revision
+    )
+    assert percent == 100 and made["weights_version"] == a and objects(a) == served
 
 
 def test_rollback_dry_run_with_a_history_says_what_it_would_do(cloud: Cloud) -> None:
