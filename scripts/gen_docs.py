@@ -4,6 +4,7 @@
   that reads it (listed here and nowhere else; an inherited field appears once, under the section
   declaring it);
 - docs/deploy.md, cold start: from deploy/cloud/coldstart.py;
+- docs/deploy.md, costs: from deploy/cloud/costs.py (its prices and assumptions in costs.toml);
 - terraform/README.md, inputs and outputs: from terraform/variables.tf and outputs.tf;
 - monitoring/grafana/dgemma.json, whole: the PromQL panels of terraform/dashboards.yaml, the panels
   Terraform makes Cloud Monitoring dashboards of.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import yaml
@@ -90,6 +92,26 @@ def coldstart() -> str:
     return "\n".join(rows)
 
 
+def costs() -> str:
+    from deploy.cloud.costs import CostModel
+
+    model = CostModel.load()
+
+    def fill(text: str, indent: str = "") -> str:
+        return textwrap.fill(
+            text, 100, initial_indent=indent, subsequent_indent=" " * len(indent), break_on_hyphens=False
+        )
+
+    rows = [
+        fill(model.preamble()),
+        "",
+        "| scenario | what runs | arithmetic | a month |",
+        "| --- | --- | --- | ---: |",
+    ]
+    rows += [f"| {s.name} | {s.runs} | {s.arithmetic} | {s.figure()} |" for s in model.scenarios()]
+    return "\n".join([*rows, "", *(fill(line, "- ") for line in model.assumptions())])
+
+
 def terraform_tables() -> str:
     import hcl2
     from hcl2 import SerializationOptions
@@ -162,7 +184,7 @@ def main() -> int:
     args = parser.parse_args()
     generated = {
         SETTINGS_DOC: [("settings", tables())],
-        DEPLOY_DOC: [("coldstart", coldstart())],
+        DEPLOY_DOC: [("coldstart", coldstart()), ("costs", costs())],
         TERRAFORM_README: [("terraform", terraform_tables())],
     }
     stale = []

@@ -5,7 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/lint.sh
 set +e
-.venv/bin/python -m pytest -q -ra "$@"  # the slowest, and where the time went: tests/helpers/timing.py
+# A worker per core (pytest-xdist); tests/conftest.py groups the tests so that each heavy resource
+# starts once (tests/README.md). PYTEST_WORKERS=0: one process. Where the time went, and the
+# slowest: below the results (tests/helpers/timing.py).
+.venv/bin/python -m pytest -q -ra -n "${PYTEST_WORKERS:-auto}" --dist loadgroup "$@"
 code=$?
 set -e
 if [ "$code" -eq 5 ]; then

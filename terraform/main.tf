@@ -226,6 +226,9 @@ locals {
         query    = "max(dgemma_alerts_pending_oldest_seconds{${local.series.router}}) > ${var.alerts_pending_alert_minutes * 60}"
         runbook  = "A page went out unclassified over ${var.alerts_pending_alert_minutes} min ago and the decision service has not classified it since: it is still away. See the decision service's dashboard."
       }
+    },
+    # The dead-man's switch, only where a Watchdog is sent to the router (deadman_switch).
+    var.router_image == "" || !var.deadman_switch ? {} : {
       heartbeat = {
         name     = "no Watchdog heartbeat reaches the alert router"
         severity = "CRITICAL"

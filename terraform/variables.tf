@@ -364,7 +364,7 @@ variable "router_memory" {
 
 variable "router_min_instance_count" {
   type        = number
-  description = "Router instances kept up. 1 (default): no cold start inside the sender's deadline, and a page sent unclassified (the GPU service cold or down) is classified and updated as soon as the service answers, for the price of one always-on instance (1 vCPU, 512 MiB, and as much again for its metrics collector: about $100 a month at Cloud Run's instance-based rates). 0: nothing is paid while no alert comes; a pending classification is resumed by the next instance that starts (the next delivery of any alert: Alertmanager re-sends a firing group every repeat_interval, 4 h by default), and the first delivery after idle waits out a cold start of a few seconds."
+  description = "Router instances kept up. 1 (default): no cold start inside the sender's deadline, and a page sent unclassified (the GPU service cold or down) is classified and updated as soon as the service answers, for the price of one always-on instance (1 vCPU, 512 MiB, and as much again for its metrics collector: about $100 a month at Cloud Run's instance-based rates). 0: no instance is kept, but the router's uptime check (every 5 min) and Alertmanager's Watchdog (every minute) each start one well within the 15 min an idle instance stays up, so it costs about the same (docs/deploy.md, Cost); a pending classification is resumed by the next instance that starts, and a delivery that finds none waits out a cold start of a few seconds."
   default     = 1
 
   validation {
@@ -474,6 +474,12 @@ variable "deadman_notification_channels" {
     condition     = alltrue([for c in var.deadman_notification_channels : can(regex("^projects/[^/]+/notificationChannels/[^/]+$", c))])
     error_message = "deadman_notification_channels must be written projects/PROJECT/notificationChannels/ID."
   }
+}
+
+variable "deadman_switch" {
+  type        = bool
+  description = "The dead-man's switch: an alert policy, to `deadman_notification_channels`, that fires when Alertmanager's always-firing Watchdog has not reached the router for 10 min. Off where no Alertmanager sends the router its Watchdog (Grafana or Cloud Monitoring alone), since there it would fire for ever; the router's uptime check stays either way."
+  default     = true
 }
 
 variable "alerts_pending_alert_minutes" {

@@ -33,7 +33,7 @@ from pydantic import TypeAdapter
 
 from app.alerts.answers import RouterAnswers
 from app.alerts.records import Alert, Page
-from app.alerts.store import ObjectStore
+from app.alerts.store import Keep, ObjectStore
 
 _PAGE = TypeAdapter(Page)
 # Page names RouterAnswers for the type checker alone (records.py stays standard library only, for the
@@ -41,6 +41,17 @@ _PAGE = TypeAdapter(Page)
 _PAGE.rebuild(_types_namespace={"RouterAnswers": RouterAnswers})
 _ALERT = TypeAdapter(Alert)
 RESOLVED, UPDATED, CHOSEN, CLASSIFY = "resolved", "updated", "chosen", "classify"
+_CLAIM, _PENDING = ".claim", "pending/"
+
+
+def keep_in_memory(name: str) -> Keep:
+    """What the fail-open store (app/alerts/store.py `FailoverStore`) keeps in memory of each of the
+    ledger's names: never a claim (one this process does not hold must not keep a send off while the
+    store is away); a pending entry's body, read to resume it, never a listing's empty stand-in; and
+    every fact, since its existence is the fact."""
+    if name.endswith(_CLAIM):
+        return "never"
+    return "read" if name.startswith(_PENDING) else "listed"
 
 
 def episode_of(alert: Alert) -> str:
@@ -77,6 +88,11 @@ class Ledger:
         self.claim_s = claim_s
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
+    def over(self, store: ObjectStore) -> Ledger:
+        """This ledger (its owner, its claims' length) through `store`: one delivery's calls, each
+        answered by its deadline (app/alerts/store.py `FailoverStore.within`)."""
+        return Ledger(store, claim_s=self.claim_s, owner=self.owner)
+
     async def episode(self, alert: Alert) -> Episode:
         """The alert's episode, its facts read (one listing)."""
         ep = Episode(self, alert)
@@ -90,9 +106,12 @@ class Ledger:
     async def drop_pending(self, alert: Alert) -> None:
         await self.store.delete(_pending_name(alert))
 
+    async def release(self, claim: Claim) -> None:
+        await self.store.delete(claim.name)
+
     async def pending(self) -> list[Pending]:
         out = []
-        for name in await self.store.names("pending/"):
+        for name in await self.store.names(_PENDING):
             found = await self.store.read(name)
             if found is None:
                 continue  # done meanwhile
@@ -107,7 +126,7 @@ class Ledger:
 
 
 def _pending_name(alert: Alert) -> str:
-    return f"pending/{_quote(alert.key)}~{episode_of(alert)}"
+    return f"{_PENDING}{_quote(alert.key)}~{episode_of(alert)}"
 
 
 class Episode:
@@ -160,7 +179,7 @@ class Episode:
     async def claim(self, step: str) -> Claim | None:
         """Take `step`'s claim: when nobody holds it, it is this process's, or it has expired.
         None: another process holds it."""
-        name = self.prefix + step + ".claim"
+        name = self.prefix + step + _CLAIM
         body = {"owner": self.ledger.owner, "until": time.time() + self.ledger.claim_s}
         generation = await self.store.create(name, body)
         if generation is not None:
@@ -181,14 +200,14 @@ class Episode:
         return Claim(claim.name, generation) if generation is not None else None
 
     async def release(self, claim: Claim) -> None:
-        await self.store.delete(claim.name)
+        await self.ledger.release(claim)
 
     def sinks(self) -> set[str]:
         """The sinks that got a page or ticket for the episode."""
         return {
             fact.rsplit(":", 1)[1]
             for fact in self.facts
-            if fact.startswith(("page", "ticket")) and ":" in fact and not fact.endswith(".claim")
+            if fact.startswith(("page", "ticket")) and ":" in fact and not fact.endswith(_CLAIM)
         }
 
     async def forget(self) -> None:

@@ -75,7 +75,8 @@ def preflight(cfg: DeployConfig, shell: Shell, gcloud: Gcloud) -> tuple[str, str
             "the working tree has uncommitted changes: the image would not be the commit it is tagged "
             "with (commit, or --allow-dirty)"
         )
-    return account, sha[:12]
+    # A dry run's commit is a placeholder short enough to survive the tags' and the revision's cuts.
+    return account, "<sha>" if shell.dry_run else sha[:12]
 
 
 def served_model(dockerfile: str) -> str:

@@ -48,11 +48,12 @@ class DeployConfig:
     memory: str = "32Gi"  # memory of a GPU instance (its disk too: the weights-mode budget reads it)
     zonal_redundancy: bool = False  # the GPU's zonal redundancy: its own price and quota
     log_level: str = "INFO"
-    router_min_instances: int = 1  # 0: no always-on router (~$100 a month less), a cold start per idle
+    router_min_instances: int = 1  # 0: none kept, but its uptime check and Watchdog start one (same cost)
     # Cloud Monitoring channels (projects/P/notificationChannels/ID) of the kit's alert policies, and of
     # the dead-man's switch (channels that do not pass through the router)
     notification_channels: tuple[str, ...] = ()
     deadman_channels: tuple[str, ...] = ()
+    deadman_switch: bool = True  # off without Alertmanager's Watchdog: its policy would fire for ever
     gpu_uptime_check: bool = False  # an uptime check of the GPU service keeps an L4 up (~$1,022 a month)
     billing_account: str = ""  # with `budget`: a monthly budget alert on the project
     budget: int = 0  # a month's budget, in the billing account's currency

@@ -61,8 +61,8 @@ def reveal_token(cfg: DeployConfig, source: str) -> list[str]:
 
 
 def router_ready(cfg: DeployConfig, shell: Shell, outputs: dict[str, Any], revision: str) -> None:
-    """The router answers /readyz (it is public: no credentials); then where each sender posts and
-    how to read its token."""
+    """The router answers /readyz (it is public: no credentials); then where each sender posts, how
+    to read its token, and who the kit's alert policies notify."""
     url = str(outputs["router_url"])
 
     def ready() -> None:
@@ -97,3 +97,36 @@ def router_ready(cfg: DeployConfig, shell: Shell, outputs: dict[str, Any], revis
         shell.console.print(
             f"    token: {shlex.join(reveal_token(cfg, source))}", markup=False, soft_wrap=True
         )
+    for line in who_is_notified(cfg):
+        shell.console.print(line, markup=False, soft_wrap=True)
+
+
+def who_is_notified(cfg: DeployConfig) -> list[str]:
+    """What the deployed alert policies tell no one, and a dead-man's switch turned off: said at the
+    end of each deploy, since a policy without a channel only opens an incident in the console."""
+    channel = f"projects/{cfg.project}/notificationChannels/ID"
+    deadman, verb = ("the dead-man's switch and the router's uptime alert", "notify")
+    if not cfg.deadman_switch:
+        deadman, verb = "the router's uptime alert", "notifies"
+    lines = []
+    if not cfg.notification_channels and not cfg.deadman_channels:
+        lines.append(
+            "no one will be notified: the kit's alert policies have no notification channel, so they "
+            f"open incidents in the Cloud Monitoring console and tell no one; add one with --notify "
+            f"{channel}, and for {deadman} --deadman-notify {channel} (one that does not pass through "
+            "the router)"
+        )
+    elif not cfg.notification_channels:
+        lines.append(f"the kit's alert policies notify no one: add --notify {channel}")
+    elif not cfg.deadman_channels:
+        lines.append(
+            f"{deadman} {verb} no one: add --deadman-notify {channel}, a channel that does not pass "
+            "through the router"
+        )
+    if not cfg.deadman_switch:
+        lines.append(
+            "the dead-man's switch is off (--no-deadman-switch): nothing pages when Alertmanager's "
+            "Watchdog stops reaching the router; its uptime check still does. --deadman-switch turns it "
+            "back on"
+        )
+    return lines

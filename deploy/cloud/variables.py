@@ -248,8 +248,8 @@ SETTINGS: tuple[Setting, ...] = (
         "router_min_instance_count",
         "router_min_instances",
         "--router-min-instances",
-        "router instances kept up: 1 answers at once (~$100 a month with its metrics collector), 0 costs "
-        "nothing idle",
+        "router instances kept up: 1 answers at once (~$100 a month with its metrics collector); 0 keeps "
+        "none, but its uptime check and the Watchdog start one often enough to cost the same",
         "router",
         group="alert router",
         kind="int",
@@ -276,6 +276,16 @@ SETTINGS: tuple[Setting, ...] = (
         group="monitoring",
         kind="list",
         metavar="CHANNEL",
+    ),
+    Setting(
+        "deadman_switch",
+        "deadman_switch",
+        "--deadman-switch",
+        "the dead-man's switch: a page when Alertmanager's Watchdog stops reaching the router; off where "
+        "no Alertmanager sends one (Grafana or Cloud Monitoring alone), or it fires for ever",
+        "monitoring",
+        group="monitoring",
+        kind="bool",
     ),
     Setting(
         "gpu_uptime_check",
@@ -346,7 +356,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "--allow-paging-change",
         action="store_true",
         help="allow a change of who gets paged: a sink or the policy removed, the router's mode switched, "
-        "the last notification channel dropped",
+        "the last notification channel dropped, the dead-man's switch turned off",
     )
 
 
@@ -448,6 +458,9 @@ def paging_changes(applied: dict[str, Any], variables: dict[str, Any]) -> list[s
     ):
         if applied.get(variable) and not variables[variable]:
             reasons.append(f"{what} dropped")
+    # A deploy from before the variable had the switch on: the module's default.
+    if applied.get("deadman_switch", True) and not variables.get("deadman_switch", True):
+        reasons.append("the dead-man's switch turned off (no page when the Watchdog stops reaching it)")
     return reasons
 
 

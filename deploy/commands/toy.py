@@ -13,7 +13,7 @@ REQUIRES: tuple[str, ...] = ()
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True)
-    train = actions.add_parser("train", help="train the toy DiffusionGemma into OUT_DIR")
+    train = actions.add_parser("train", help="train the toy DiffusionGemma into OUT_DIR (from a checkout)")
     train.add_argument("out_dir", type=Path, help="the shipped one: deploy/models/dgemma-toy-alerts")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument(
@@ -45,9 +45,15 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("-n must be at least 1")
         sys.stdout.write(toy_task().eval_jsonl(args.split, args.n))
         return 0
+    trainer = SCRIPTS / "train_toy.py"
+    if not trainer.is_file():  # pyproject.toml's exclude-package-data: the wheel and images lack it
+        raise ConfigError(
+            "`dgemma toy train` runs deploy/models/scripts/train_toy.py and its alert_corpus/, which an "
+            "installed kit does not carry: run it from a checkout (make env)"
+        )
     settings = load(EngineSettings)
     ensure_engine_env(settings.engine_python)
-    argv = [str(settings.engine_python), str(SCRIPTS / "train_toy.py"), str(args.out_dir),
+    argv = [str(settings.engine_python), str(trainer), str(args.out_dir),
             "--seed", str(args.seed), "--threads", str(args.threads)]  # fmt: skip
     if args.time_limit is not None:
         argv += ["--time-limit", str(args.time_limit)]

@@ -1,6 +1,8 @@
-"""The ledger's store and its facts, on both stores: this process's memory, and Cloud Storage as the
+"""The ledger's store and its facts, on every store: this process's memory, Cloud Storage as the
 real fake-gcs-server emulator checks it (create-only and compare-and-swap writes are multipart
-uploads with generation preconditions: the one write it checks them on)."""
+uploads with generation preconditions: the one write it checks them on), and the fail-open store
+(memory behind a shared store) with its shared store up, away (failing: served from memory) and
+back (answering again after an outage)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,23 @@ import asyncio
 import datetime as dt
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from google.cloud import storage
 
-from app.alerts.ledger import CHOSEN, Ledger, episode_of
+from app.alerts.ledger import CHOSEN, Ledger, episode_of, keep_in_memory
 from app.alerts.records import Alert, Page
-from app.alerts.store import GcsStore, MemoryStore, ObjectStore
+from app.alerts.store import (
+    Deadline,
+    FailoverStore,
+    GcsStore,
+    LedgerUnavailable,
+    MemoryStore,
+    ObjectStore,
+    Stored,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -48,14 +59,66 @@ def bucket(gcs: storage.Client) -> str:
     return "ledger"
 
 
-@pytest.fixture(params=["memory", "gcs"])
-def store(request: pytest.FixtureRequest) -> Iterator[ObjectStore]:
+class Switch(MemoryStore):
+    """A shared store that fails every call, as GcsStore does when Cloud Storage does not answer,
+    while `down`; `calls` counts the calls that reached it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.calls = 0
+
+    def _reach(self) -> None:
+        self.calls += 1
+        if self.down:
+            raise LedgerUnavailable("ledger: the shared store is down")
+
+    async def create(self, name: str, body: dict[str, Any]) -> int | None:
+        self._reach()
+        return await super().create(name, body)
+
+    async def read(self, name: str) -> Stored | None:
+        self._reach()
+        return await super().read(name)
+
+    async def replace(self, name: str, body: dict[str, Any], generation: int) -> int | None:
+        self._reach()
+        return await super().replace(name, body, generation)
+
+    async def names(self, prefix: str) -> list[str]:
+        self._reach()
+        return await super().names(prefix)
+
+    async def delete(self, name: str) -> None:
+        self._reach()
+        await super().delete(name)
+
+
+def failover(shared: ObjectStore | None) -> FailoverStore:
+    """The router's fail-open store, keeping in memory what the ledger tells it to."""
+    return FailoverStore(shared, timeout_s=1.0, keep=keep_in_memory)
+
+
+@pytest.fixture(params=["memory", "gcs", "failover-up", "failover-away", "failover-back"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[ObjectStore]:
     if request.param == "memory":
         yield MemoryStore()
-    else:
+    elif request.param == "gcs":
         client: storage.Client = request.getfixturevalue("gcs")
         request.getfixturevalue("bucket")
         yield GcsStore(f"gs://ledger/t-{uuid.uuid4().hex[:8]}", client)
+    else:
+        shared = Switch()
+        store = failover(shared)
+        if request.param in ("failover-away", "failover-back"):
+            shared.down = True
+            assert await store.names("alerts/") == [] and not store.up  # away: memory answers
+        if request.param == "failover-back":
+            shared.down = False
+            assert await store.recover() and store.up  # back: the shared store answers again
+        yield store
+        if request.param == "failover-away":
+            assert not store.up and shared.calls == 1  # the contract held on memory alone
 
 
 async def test_a_fact_is_created_once_and_read_back(store: ObjectStore) -> None:
@@ -168,3 +231,70 @@ def test_an_episode_is_the_start_time_and_a_new_start_is_a_new_episode() -> None
     later = Alert(**{**ALERT.__dict__, "started_at": ALERT.started_at + dt.timedelta(hours=1)})  # type: ignore[operator]
     assert episode_of(later) != episode_of(ALERT)
     assert episode_of(Alert(**{**ALERT.__dict__, "started_at": None})) == "-"
+
+
+# -- the fail-open store beyond the contract -------------------------------------------------------
+
+
+async def test_away_the_facts_kept_are_written_when_the_store_is_back_and_claims_are_not() -> None:
+    shared = Switch()
+    store = failover(shared)
+    shared.down = True
+    await store.create("alerts/k/e/chosen", {"n": 1})  # fails: away, created in memory
+    await store.create("alerts/k/e/page.classified:pd.claim", {"owner": "a"})
+    await store.create("pending/k~e", {"alert": {}, "since": 1.0})
+    assert list(store.backlog) == ["alerts/k/e/chosen", "pending/k~e"]
+    assert not await store.recover()  # still down
+    shared.down = False
+    assert await store.recover() and store.up and not store.backlog
+    assert await shared.names("") == ["alerts/k/e/chosen", "pending/k~e"]  # oldest first; no claim
+
+
+async def test_a_claim_taken_in_the_shared_store_stays_its_owners_while_the_store_is_away() -> None:
+    """Renewed while the store is away, a claim the shared store gave this process is still its own
+    (in memory); a replace from a generation it never gave fails, as the shared store's would."""
+    shared = Switch()
+    store = failover(shared)
+    ep = await Ledger(store, owner="a").episode(ALERT)
+    claim = await ep.claim("classify")
+    assert claim is not None
+    shared.down = True
+    renewed = await ep.renew(claim)  # fails over: away, answered from memory
+    assert renewed is not None and not store.up
+    assert await ep.renew(renewed) is not None
+    assert await store.replace("alerts/x/-/classify.claim", {"owner": "b"}, claim.generation) is None
+
+
+async def test_up_what_the_shared_store_answers_is_kept_for_when_it_is_away() -> None:
+    """Facts are kept as the shared store has them (read, written, or named by a listing); a pending
+    entry only with its body; claims never (another's must not keep a send off while away)."""
+    shared = Switch()
+    await shared.create("alerts/k/e/chosen", {"page": "p"})
+    await shared.create("alerts/k/e/page.classified:pd", {})
+    await shared.create("alerts/k/e/page.classified:pd.claim", {"owner": "other"})
+    await shared.create("pending/k~e", {"alert": {}, "since": 1.0})
+    store = failover(shared)
+    await store.names("alerts/k/e/")
+    await store.names("pending/")
+    shared.down = True
+    assert await store.names("alerts/k/e/") == ["alerts/k/e/chosen", "alerts/k/e/page.classified:pd"]
+    assert await store.names("pending/") == []  # listed, not read: no empty stand-in to resume
+    assert await store.create("alerts/k/e/page.classified:pd.claim", {"owner": "me"}) is not None
+
+
+async def test_a_call_by_a_deadline_ends_at_it_and_says_it_was_served_from_memory() -> None:
+    class Hanging(MemoryStore):
+        async def names(self, prefix: str) -> list[str]:
+            await asyncio.sleep(10)
+            return []
+
+    store = FailoverStore(Hanging(), timeout_s=5.0, keep=keep_in_memory)
+    calls = store.within(Deadline(time.monotonic() + 0.2))
+    started = time.monotonic()
+    assert await calls.names("alerts/") == []
+    assert time.monotonic() - started < 0.2 + 0.5 and not store.up
+    assert calls.served  # what this caller's calls returned; nobody else's
+    assert not store.within(Deadline()).served
+    alone = FailoverStore(None).within(Deadline(time.monotonic() + 0.2))
+    await alone.create("alerts/k/e/chosen", {})
+    assert not alone.served  # memory alone is the store, not a fallback

@@ -1,7 +1,9 @@
 """Where the suite's time goes: each test's setup, call and teardown; each fixture's setups (count
-and seconds, grouped by fixture); the processes the test process starts, by program. Written to
+and seconds, grouped by fixture); the processes the test processes start, by program. Written to
 `.build/test-times.json` at the end of every session, and summed up below its results: the wall
-time, the ten slowest tests and the fixtures that cost most (tests/README.md reads the file)."""
+time, the ten slowest tests and the fixtures that cost most (tests/README.md reads the file). Under
+pytest-xdist each worker records its own fixtures and processes (`.build/test-times.gwN.json`), and
+the session that ran them adds them up."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 OUT = Path(__file__).resolve().parents[2] / ".build" / "test-times.json"
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1...: a worker of pytest-xdist
 
 
 def _program(args: Any) -> str:
@@ -39,6 +42,7 @@ class Timing:
 
     def __init__(self) -> None:
         self.started = time.monotonic()
+        self.wall_started = time.time()
         self.tests: dict[str, dict[str, float]] = defaultdict(dict)
         self.fixtures: dict[str, list[float]] = defaultdict(list)
         self.scopes: dict[str, str] = {}
@@ -66,10 +70,33 @@ class Timing:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.tests[report.nodeid][report.when] = report.duration
 
+    def _fixtures(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: {"scope": self.scopes[name], "setups": len(times), "seconds": sum(times)}
+            for name, times in self.fixtures.items()
+        }
+
+    def _workers(self) -> list[dict[str, Any]]:
+        """What each xdist worker of this session recorded (none without xdist)."""
+        found = []
+        for path in sorted(OUT.parent.glob("test-times.gw*.json")):
+            if path.stat().st_mtime >= self.wall_started:
+                found.append(json.loads(path.read_text()))
+        return found
+
     def summary(self) -> dict[str, Any]:
+        fixtures: dict[str, dict[str, Any]] = {}
+        programs = Counter(self.programs)
+        for recorded in [self._fixtures(), *(w["fixtures"] for w in self._workers())]:
+            for name, f in recorded.items():
+                seen = fixtures.setdefault(name, {"scope": f["scope"], "setups": 0, "seconds": 0.0})
+                seen["setups"] += f["setups"]
+                seen["seconds"] += f["seconds"]
+        for worker in self._workers():
+            programs.update(worker["programs"])
         fixtures = {
-            name: {"scope": self.scopes[name], "setups": len(times), "seconds": round(sum(times), 2)}
-            for name, times in sorted(self.fixtures.items(), key=lambda kv: -sum(kv[1]))
+            name: {**f, "seconds": round(f["seconds"], 2)}
+            for name, f in sorted(fixtures.items(), key=lambda kv: -float(kv[1]["seconds"]))
         }
         tests = {
             nodeid: {when: round(s, 3) for when, s in phases.items()}
@@ -80,12 +107,16 @@ class Timing:
             "python": sys.version.split()[0],
             "tests": tests,
             "fixtures": fixtures,
-            "programs": dict(self.programs.most_common()),
+            "programs": dict(programs.most_common()),
         }
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         subprocess.Popen.__init__ = self._popen  # type: ignore[method-assign]
         OUT.parent.mkdir(parents=True, exist_ok=True)
+        if WORKER:  # its own part; the session that started the workers writes the whole
+            part = {"fixtures": self._fixtures(), "programs": dict(self.programs)}
+            OUT.with_name(f"test-times.{WORKER}.json").write_text(json.dumps(part) + "\n")
+            return
         OUT.write_text(json.dumps(self.summary(), indent=1) + "\n")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -26,7 +26,7 @@ def _raw_deflate(data: bytes) -> bytes:
     ("encoding", "packed"),
     [
         ("zstd", zstandard.ZstdCompressor().compress(PAYLOAD)),
-        ("gzip", gzip.compress(PAYLOAD)),
+        ("gzip", gzip.compress(PAYLOAD, mtime=0)),
         ("deflate", zlib.compress(PAYLOAD)),
         ("deflate", _raw_deflate(PAYLOAD)),  # some clients send deflate without the zlib header
         (None, PAYLOAD),

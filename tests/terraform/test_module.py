@@ -737,6 +737,20 @@ def test_the_dead_mans_switch_notifies_around_the_router(tmp_path: Path) -> None
     assert infrastructure == {"policies": {}}
 
 
+def test_the_dead_mans_switch_can_be_turned_off(tmp_path: Path) -> None:
+    """Without Alertmanager's Watchdog the heartbeat's policy would fire for ever: `deadman_switch`
+    off makes none, and every other policy stays."""
+    assert _variables()["deadman_switch"]["default"] is True
+    deployed = {**BASE, "image": DIGEST, "router_image": DIGEST}
+    on = terraform_eval(tmp_path, {"policies": "local.alert_policies"}, deployed)
+    off = terraform_eval(
+        tmp_path, {"policies": "local.alert_policies"}, {**deployed, "deadman_switch": False}
+    )
+    assert isinstance(on, dict) and isinstance(off, dict), (on, off)
+    assert set(on["policies"]) - set(off["policies"]) == {"heartbeat"}
+    assert not set(off["policies"]) - set(on["policies"])
+
+
 def test_the_dashboards_tile_without_overlap_and_read_each_services_own_series(tmp_path: Path) -> None:
     got = terraform_eval(tmp_path, {"dashboards": "local.dashboards_json"}, BASE)
     assert isinstance(got, dict), got

@@ -197,6 +197,9 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
     ]
     positions = [out.index(s) for s in steps]
     assert positions == sorted(positions), out
+    # Each placeholder whole: the revision's name and the images' tags keep the commit's (`<sha>`).
+    words = " ".join(out.split())
+    assert re.search(r"dgemma-<sha>-[0-9a-f]{8}", words) and "<the co-" not in words, words[-3000:]
     # What the module makes: a metrics collector beside each service's container, and the monitoring.
     made = out[: out.index("## preflight")]
     assert "google_cloud_run_v2_service.gpu (containers: dgemma, collector)" in made

@@ -64,5 +64,5 @@ def test_the_defaults_are_the_modules() -> None:
     }
     got = tfvars(_config(), "baked")
     names = ["labels", "cpu", "memory", "gpu_zonal_redundancy_disabled", "log_level"]
-    names += ["router_min_instance_count", "billing_account", "budget_amount"]
+    names += ["router_min_instance_count", "billing_account", "budget_amount", "deadman_switch"]
     assert {n: got[n] for n in names} == {n: defaults[n] for n in names}

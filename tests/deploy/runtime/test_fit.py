@@ -228,3 +228,22 @@ def test_canvas_capture_sizes_cover_every_step_the_profile_makes() -> None:
     assert canvas_capture_sizes(32, 32, 512)[-1] == 512 and max(canvas_capture_sizes(4, 32, 100)) == 100
     vllms_cap = EngineSettings(engine_cudagraph_sizes="canvas", engine_max_cudagraph_capture_size=0)
     assert (vllms_cap.capture_sizes() or [0])[-1] == 512  # 0: vLLM's own cap
+
+
+def test_the_deploy_guide_lists_every_flag_the_fit_gives(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/deploy.md's L4 fit quotes the flags `dgemma fit` prints: each one, in its order, with its
+    value (the graph sizes by their first and last)."""
+    from pathlib import Path
+
+    from deploy import cli
+
+    assert cli.main(["fit", "--weights-mode", "baked"]) == 0
+    printed = capsys.readouterr().out.split("vLLM flags: ", 1)[1].split("\n")[0].split()
+    guide = " ".join((Path(__file__).resolve().parents[3] / "docs" / "deploy.md").read_text().split())
+    start = guide.index("Flags: `") + len("Flags: `")
+    quoted = guide[start : guide.index("`", start)].split()
+    assert [f for f in quoted if f.startswith("--")] == [f for f in printed if f.startswith("--")], quoted
+    sizes = printed.index("--cudagraph-capture-sizes")
+    assert quoted[: sizes + 2] == printed[: sizes + 2] and quoted[-1] == printed[-1]
+    b = budget(load_arch(BIG), ServingProfile())
+    assert f"**{b.total_gib:.2f}**" in guide  # the table's total, as the fit computes it
