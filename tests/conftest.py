@@ -108,20 +108,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         reporter.write_line(cpu.isa())
 
 
-# The session's shared resources: the tests that use one run on one xdist worker (`--dist
-# loadgroup`, scripts/test.sh), so that each starts once; every other test runs beside the rest of
-# its file, whose module-scoped fixtures (an emulator, a toy stack, Alertmanager) then start once.
-SHARED = {"stack": "the session's engine stack"}
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test names its tier, exactly one (`make test-fast` and CI select by marker); and its
-    xdist group: the shared resource it uses, else its file."""
+    """Every test names its tier, exactly one (`make test-fast` and CI select by marker)."""
     untiered = [i.nodeid for i in items if sum(1 for t in TIERS if i.get_closest_marker(t)) != 1]
     if untiered:
         raise pytest.UsageError(f"tests without exactly one tier marker {TIERS}: {untiered[:5]}")
-    for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        shared = next((name for name in SHARED if name in fixtures), None)
-        item.add_marker(pytest.mark.xdist_group(shared or item.nodeid.split("::")[0]))
