@@ -139,6 +139,8 @@ def revision_suffix(sha: str, variables: dict[str, Any]) -> str:
         if k not in ("serving_revision", "candidate_revision", "revision_suffix", "router_image")
         and k not in NOT_IN_REVISION
     }
+    if sha.startswith("<"):  # a dry run: the image's digest is a placeholder, so is the hash of it
+        return f"{sha}-<digest>"
     digest = hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:8]
     return f"{sha[:7]}-{digest}"
 

@@ -199,7 +199,7 @@ def test_dry_run_prints_the_plan_and_calls_nothing(cloud: Cloud) -> None:
     assert positions == sorted(positions), out
     # Each placeholder whole: the revision's name and the images' tags keep the commit's (`<sha>`).
     words = " ".join(out.split())
-    assert re.search(r"dgemma-<sha>-[0-9a-f]{8}", words) and "<the co-" not in words, words[-3000:]
+    assert "dgemma-<sha>-<digest>" in words and "<the co-" not in words, words[-3000:]
     # What the module makes: a metrics collector beside each service's container, and the monitoring.
     made = out[: out.index("## preflight")]
     assert "google_cloud_run_v2_service.gpu (containers: dgemma, collector)" in made
