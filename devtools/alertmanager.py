@@ -26,8 +26,9 @@ from typing import Any
 
 import httpx
 
+from app.core.net import free_port
 from app.core.polling import wait_http_ok, wait_until
-from devtools.stack import ROOT, free_port
+from devtools.stack import ROOT
 
 BINARY = "prometheus-alertmanager"
 INSTALL_SCRIPT = ROOT / "scripts" / "install_alertmanager.sh"

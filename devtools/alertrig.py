@@ -22,9 +22,10 @@ from typing import Any
 
 import httpx
 
+from app.core.net import free_port
 from app.core.polling import wait_http_ok
 from devtools.metadata import Reply, Seen, json_reply
-from devtools.stack import ROOT, free_port, stop
+from devtools.stack import ROOT, stop
 
 ROUTING_KEY = "R0UTINGKEY0123456789012345678901"
 

@@ -49,10 +49,11 @@ from pathlib import Path
 from typing import Any
 
 from app.core.config import ConfigError
+from app.core.net import free_port, free_ports
 from app.core.polling import wait_until
 from deploy.errors import GpuCheckError
 from deploy.gpucheck.check import fit_budget, host_facts
-from deploy.gpucheck.child import DgemmaRun, free_port, free_ports, run_env
+from deploy.gpucheck.child import DgemmaRun, run_env
 from deploy.gpucheck.startlog import cache_save_ended, parse_start_log
 from deploy.runtime import nvidia_smi
 from deploy.runtime.gpu_budget import GPUS

@@ -60,6 +60,8 @@ import httpx
 from pydantic import ValidationError
 
 from app.core.config import ConfigError, env_names
+from app.core.models import validation_problems
+from app.core.net import free_port, free_ports
 from deploy.errors import GpuCheckError
 from deploy.gpucheck import child
 from deploy.gpucheck.check import host_facts
@@ -221,8 +223,7 @@ def _plan(entries: list[tuple[str, list[tuple[str, str]]]], prefix: str = "") ->
         try:
             arm.engine("l4")  # the values checked as the supervisor would read them
         except ValidationError as e:
-            why = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
-            raise ConfigError(f"{prefix}arm {name}: {why}") from e
+            raise ConfigError(f"{prefix}arm {name}: {validation_problems(e)}") from e
         except ValueError as e:
             raise ConfigError(f"{prefix}arm {name}: {' '.join(str(e).split())}") from e
         if name in known and (items and known[name] != arm):
@@ -427,7 +428,7 @@ def run_arm(report: Report, run: ArmRun, arm: Arm, opts: Options, cold: bool) ->
         for i in range(arm.replicas):
             logs = arm_dir if arm.replicas == 1 else arm_dir / f"replica-{i + 1}"
             logs.mkdir(parents=True, exist_ok=True)
-            port, engine_port = child.free_port(), child.free_ports(engine.engine_replicas)
+            port, engine_port = free_port(), free_ports(engine.engine_replicas)
             engines = range(engine.engine_replicas)  # the supervisor's, on engine_port + k
             stack = _Stack(
                 f"http://127.0.0.1:{port}", [f"http://127.0.0.1:{engine_port + k}" for k in engines],

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-from devtools.stack import free_port
+from app.core.net import free_port
 
 Mode = Literal["pass", "hang", "slow", "refuse"]
 

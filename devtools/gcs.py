@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from app.core.net import free_port
 from app.core.polling import wait_http_ok
-from devtools.stack import free_port
 
 
 class FakeGcs:

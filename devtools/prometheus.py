@@ -27,9 +27,10 @@ from typing import Any
 import httpx
 import yaml
 
+from app.core.net import free_port
 from app.core.polling import wait_http_ok
 from devtools.alertmanager import ensure_installed as install_debian_binary
-from devtools.stack import ROOT, free_port, stop
+from devtools.stack import ROOT, stop
 
 BINARY = "prometheus"
 RULES = ROOT / "monitoring" / "prometheus" / "dgemma.rules.yml"

@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 
+from app.core.net import free_port as free_port  # tests/monitoring still imports it from here
 from app.core.polling import wait_until
 from deploy.devstack.stack import DEV_MODELS
-from deploy.gpucheck.child import free_port as free_port  # the one, for the harnesses and tests
 from deploy.runtime.supervisor import READY_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent

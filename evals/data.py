@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.core.models import dotted, validation_problems
 from app.jev.wire import ChoiceQuestion, NoulQuestion, ScoreQuestion, SystemOneRequest
 from evals.errors import EvalDataError
 
@@ -73,9 +74,8 @@ def parse_line(line_no: int, text: str) -> Item:
     try:
         parsed = SystemOneRequest.model_validate({**request, "model": "eval"})
     except ValidationError as e:
-        first = e.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise EvalDataError(f"{where}: request.{field}: {first['msg']}") from None
+        problem = validation_problems(e, path=lambda loc: dotted(("request", *loc)), most=1)
+        raise EvalDataError(f"{where}: {problem}") from None
     scored = []
     for name, answer in expected.items():
         question = parsed.questions.get(name)

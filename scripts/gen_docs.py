@@ -6,17 +6,21 @@
 - docs/deploy.md, cold start: from deploy/cloud/coldstart.py;
 - docs/deploy.md, costs: from deploy/cloud/costs.py (its prices and assumptions in costs.toml);
 - terraform/README.md, inputs and outputs: from terraform/variables.tf and outputs.tf;
-- monitoring/grafana/dgemma.json, whole: the PromQL panels of terraform/dashboards.yaml, the panels
-  Terraform makes Cloud Monitoring dashboards of.
+- monitoring/grafana/dgemma.json, whole: the PromQL panels of monitoring/dashboards.yaml, the panels
+  Terraform makes Cloud Monitoring dashboards of;
+- monitoring/prometheus/dgemma.rules.yml, whole, and docs/operations.md, alerts: from
+  monitoring/alerts.yaml, the alerts Terraform makes Cloud Monitoring policies of.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -31,8 +35,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_DOC = ROOT / "docs" / "operations.md"
 DEPLOY_DOC = ROOT / "docs" / "deploy.md"
 TERRAFORM_README = ROOT / "terraform" / "README.md"
-DASHBOARDS = ROOT / "terraform" / "dashboards.yaml"
+DASHBOARDS = ROOT / "monitoring" / "dashboards.yaml"
 GRAFANA = ROOT / "monitoring" / "grafana" / "dgemma.json"
+ALERTS = ROOT / "monitoring" / "alerts.yaml"
+RULES = ROOT / "monitoring" / "prometheus" / "dgemma.rules.yml"
+# The Prometheus rules' ${gateway} and ${router}: the jobs to scrape the services as.
+PROMETHEUS_SERVICES = {"gateway": 'job="dgemma-gateway"', "router": 'job="dgemma-router"'}
 # dashboards.yaml's units (Cloud Monitoring's) as Grafana's.
 GRAFANA_UNITS = {"s": "s", "ms": "ms", "1/s": "ops", "1/min": "opm", "1": "short", "10^2.%": "percentunit"}
 # (heading, section, the file that declares it, who reads it)
@@ -169,6 +177,137 @@ def grafana() -> str:
     return json.dumps(dashboard, indent=2) + "\n"
 
 
+SLOT = re.compile(r"\$\{(\w+)\}")
+RULES_HEADER = """\
+# Prometheus recording and alerting rules for the kit's own metrics (the gateway's and the alert
+# router's /metrics), for teams that run Prometheus. Scrape the gateway as job "dgemma-gateway" and
+# the router as job "dgemma-router". Tested with `promtool test rules dgemma.rules.test.yml`
+# (tests/monitoring); every metric and label named here is checked against the real processes.
+#
+# Generated from monitoring/alerts.yaml by `make docs` (scripts/gen_docs.py): edit that file, the one
+# source of these rules and of the Cloud Monitoring policies Terraform makes (terraform/main.tf).
+#
+# SLOs of the decision service (POST /v1/systemone), over {days} days: availability {availability} %
+# (no 5xx), latency {latency} % within {threshold_s} s. Burn-rate alerts use the multiwindow pairs of
+# Google's SRE workbook: {pairs}.
+"""
+
+
+def fill(text: str, slots: dict[str, str], where: str) -> str:
+    """`text` with each ${NAME} of monitoring/alerts.yaml replaced by its slot's value."""
+
+    def slot(m: re.Match[str]) -> str:
+        if m.group(1) not in slots:
+            raise SystemExit(
+                f"monitoring/alerts.yaml, {where}: no slot ${{{m.group(1)}}} (has {sorted(slots)})"
+            )
+        return slots[m.group(1)]
+
+    return SLOT.sub(slot, text)
+
+
+def prom_duration(value_s: int) -> str:
+    """Whole seconds as Prometheus writes a window: 1h, 30m, 45s."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if value_s % size == 0:
+            return f"{value_s // size}{unit}"
+    return f"{value_s}s"
+
+
+def human(value_s: int) -> str:
+    """Whole seconds as the docs write them: 1 h, 30 min."""
+    return f"{value_s // 3600} h" if value_s % 3600 == 0 else f"{value_s // 60} min"
+
+
+def number(value: float) -> str:
+    """A number as the source means it (1 - 0.995 is 0.005, not 0.0050000000000000044)."""
+    return f"{value:.10g}"
+
+
+def alert_groups() -> dict[str, dict[str, dict[str, Any]]]:
+    groups: dict[str, dict[str, dict[str, Any]]] = yaml.safe_load(ALERTS.read_text())["groups"]
+    return groups
+
+
+def prometheus_rules() -> str:
+    """The Prometheus rules of monitoring/alerts.yaml: the SLOs' recording rules, then each group's
+    alerts (an SLO's alert: its multiwindow burn over those recording rules)."""
+    source = yaml.safe_load(ALERTS.read_text())
+    slos, burn = source["slos"], source["slos"]["burn"]
+    windows = sorted({w for pair in burn for w in (pair["short_s"], pair["long_s"])})
+    records: list[dict[str, object]] = []
+    for name in ("availability", "latency"):
+        slo = slos[name]
+        for window in windows:
+            slots = {**PROMETHEUS_SERVICES, "window": prom_duration(window)}
+            slots |= {k: number(v) for k, v in slo.items() if k == "threshold_s"}
+            expr = fill(slo["bad_ratio"], slots, f"slos.{name}")
+            records.append({"record": f"{slo['record']}:rate{prom_duration(window)}", "expr": expr})
+    for record, expr in source["records"].items():
+        records.append({"record": record, "expr": fill(expr, PROMETHEUS_SERVICES, record)})
+    groups: list[dict[str, object]] = [{"name": "dgemma-slo", "interval": "30s", "rules": records}]
+    for group, alerts in source["groups"].items():
+        rules: list[dict[str, object]] = []
+        for name, a in alerts.items():
+            slots = {**PROMETHEUS_SERVICES, **{k: number(v) for k, v in dict(a.get("params", {})).items()}}
+            if "slo" in a:
+                slo = slos[a["slo"]]
+                budget = number(1 - slo["goal"])
+                rate, pairs = slo["record"] + ":rate", []
+                for p in burn:
+                    over = f"> {number(p['factor'])} * {budget}"
+                    long, short = prom_duration(p["long_s"]), prom_duration(p["short_s"])
+                    pairs.append(f"({rate}{long} {over} and {rate}{short} {over})")
+                expr = " or ".join(pairs)
+            else:
+                expr = fill(str(a["expr"]), slots, name)
+            rule: dict[str, object] = {"alert": name, "expr": expr}
+            if "for" in a:
+                rule["for"] = a["for"]
+            rule["labels"] = {"severity": a["severity"]}
+            rule["annotations"] = {
+                k: fill(str(a[k]), slots, f"{name}.{k}")
+                for k in ("summary", "description", "runbook")
+                if k in a
+            }
+            rules.append(rule)
+        groups.append({"name": group, "rules": rules})
+    header = RULES_HEADER.format(
+        days=slos["days"],
+        availability=number(slos["availability"]["goal"] * 100),
+        latency=number(slos["latency"]["goal"] * 100),
+        threshold_s=number(slos["latency"]["threshold_s"]),
+        pairs=", ".join(
+            f"{number(p['factor'])}x over {human(p['long_s'])} and {human(p['short_s'])}" for p in burn
+        ),
+    )
+    body: str = yaml.safe_dump({"groups": groups}, sort_keys=False, width=10**6, allow_unicode=True)
+    return header + body
+
+
+def alerts_table() -> str:
+    """docs/operations.md's table of the alerts: where each runs and what to do."""
+    rows = ["| alert | severity | for | Cloud Monitoring | what to do |", "| --- | --- | --- | --- | --- |"]
+    for alerts in alert_groups().values():
+        for name, a in alerts.items():
+            params = {k: number(v) for k, v in dict(a.get("params", {})).items()}
+            if a.get("only") == "prometheus":
+                cloud = "none (Prometheus only)"
+            elif "slo" in a:
+                cloud = f'`slo_burn["{a["slo"]}"]`'
+            else:
+                cloud = f'`kit["{a["key"]}"]`'
+            if a.get("around_router"):
+                cloud += ", around the router"
+            if "switch" in a:
+                cloud += f", off with `{a['switch']} = false`"
+            runbook = fill(
+                str(a.get("runbook", a.get("description", ""))), {**PROMETHEUS_SERVICES, **params}, name
+            )
+            rows.append(f"| `{name}` | {a['severity']} | {a.get('for', 'at once')} | {cloud} | {runbook} |")
+    return "\n".join(rows)
+
+
 def replace(text: str, marker: str, content: str) -> str:
     start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
     if start not in text or end not in text:
@@ -183,7 +322,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
     generated = {
-        SETTINGS_DOC: [("settings", tables())],
+        SETTINGS_DOC: [("settings", tables()), ("alerts", alerts_table())],
         DEPLOY_DOC: [("coldstart", coldstart()), ("costs", costs())],
         TERRAFORM_README: [("terraform", terraform_tables())],
     }
@@ -198,7 +337,7 @@ def main() -> int:
             if not args.check:
                 path.write_text(new)
     # Whole generated files.
-    for path, content in {GRAFANA: grafana()}.items():
+    for path, content in {GRAFANA: grafana(), RULES: prometheus_rules()}.items():
         if not path.exists() or path.read_text() != content:
             stale.append(path.name)
             if not args.check:

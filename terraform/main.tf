@@ -81,7 +81,19 @@ locals {
   # shutdown) and writes them as prometheus.googleapis.com/* metrics. Its share of the instance: the
   # least whole vCPU (a fraction needs request concurrency 1) and 512 MiB, taken from the GPU instance's
   # cpu and memory (Cloud Run adds up the containers' limits), added to the router's.
-  collector = { cpu = 1, memory_mib = 512 }
+  # One definition of its container for both services: service.tf and alerts.tf each write
+  # `containers { name = "collector" }` and its volume from these values alone, and differ only in
+  # the container it waits for and the config it mounts (local.metrics_collectors).
+  collector = {
+    cpu        = 1
+    memory_mib = 512
+    image      = var.metrics_collector_image
+    volume     = "metrics-config"
+    config_dir = "/etc/rungmp" # the collector reads config.yaml there
+    config     = "config.yaml"
+    # Its own health endpoint, not a startup probe: nothing waits for the collector.
+    liveness = { path = "/liveness", port = 13133, period_s = 30, timeout_s = 30, failures = 3 }
+  }
   gpu_container = {
     cpu    = tostring(tonumber(var.cpu) - local.collector.cpu)
     memory = "${tonumber(trimsuffix(var.memory, "Gi")) * 1024 - local.collector.memory_mib}Mi"
@@ -109,8 +121,8 @@ locals {
   services = { gateway = var.service_name, router = "${var.service_name}-router" }
   series   = { for key, name in local.services : key => "job=\"dgemma-${key}\",namespace=\"${name}\"" }
 
-  # The dashboards (dashboards.yaml): two panels a row; PromQL narrowed to the deployment's series.
-  dashboards = yamldecode(file("${path.module}/dashboards.yaml"))
+  # The dashboards (monitoring/dashboards.yaml): two panels a row; PromQL narrowed to the deployment's series.
+  dashboards = yamldecode(file("${path.module}/../monitoring/dashboards.yaml"))
   dashboards_json = {
     for key, d in local.dashboards : key => jsonencode({
       displayName = "${d.title}: ${local.services[key]}"
@@ -158,87 +170,68 @@ locals {
     })
   }
 
-  # The SLOs (the same as monitoring/prometheus's) and their burn-rate pairs.
+  # The kit's alerts and SLOs (monitoring/alerts.yaml): the one source of these policies and of the
+  # Prometheus rules (monitoring/prometheus/dgemma.rules.yml, which `make docs` renders from it).
+  monitoring = yamldecode(file("${path.module}/../monitoring/alerts.yaml"))
+  # The SLOs and their burn-rate pairs, each over its long window (monitoring.tf).
   slo = {
-    availability = 0.995
-    latency      = 0.95
-    latency_s    = 0.5
-    days         = 30
-    burn         = [{ factor = 14.4, window_s = 3600 }, { factor = 6, window_s = 21600 }]
+    availability = local.monitoring.slos.availability.goal
+    latency      = local.monitoring.slos.latency.goal
+    latency_s    = local.monitoring.slos.latency.threshold_s
+    days         = local.monitoring.slos.days
+    burn         = [for b in local.monitoring.slos.burn : { factor = b.factor, window_s = b.long_s }]
   }
   cloud_run_requests = "metric.type=\"run.googleapis.com/request_count\" resource.type=\"cloud_run_revision\" resource.label.\"service_name\"=\"${var.service_name}\""
-  slo_runbook = {
-    availability = "Requests to ${var.service_name} answer 5xx (the engine down, not ready, or no instance could start). Check the service's logs and `dgemma status`; `dgemma rollback` returns to the previous revision."
-    latency      = "Decisions take over ${local.slo.latency_s} s too often: the GPU is saturated (see the dashboard's in-flight and shed panels) or a revision is slower. Raise max instances, or `dgemma rollback`."
-  }
 
-  # The kit's own alert conditions, in PromQL over the collectors' metrics: the Prometheus rules'
-  # expressions, narrowed to this deployment. `deadman`: notify around the router.
-  alert_policies = merge(
-    var.image == "" ? {} : {
-      decision_errors = {
-        name     = "decisions fail with 5xx"
-        severity = "CRITICAL"
-        deadman  = false
-        duration = "300s"
-        query    = "sum(rate(dgemma_http_responses_total{${local.series.gateway},route=\"/v1/systemone\",status=~\"5..\"}[5m])) / sum(rate(dgemma_http_responses_total{${local.series.gateway},route=\"/v1/systemone\"}[5m])) > 0.05"
-        runbook  = "Over 5 % of decisions answered 5xx for 5 min: the engine is down or not ready. Check the service's logs; `dgemma rollback` returns to the previous revision."
-      }
-      decisions_shed = {
-        name     = "decisions shed with 429"
-        severity = "WARNING"
-        deadman  = false
-        duration = "600s"
-        query    = "sum(rate(dgemma_decisions_shed_total{${local.series.gateway}}[10m])) > 0"
-        runbook  = "The gateway turns decisions away (admission full) for 10 min: raise max instances (`dgemma deploy --max-instances`), or send less."
-      }
-    },
-    var.router_image == "" ? {} : {
-      sink_failures = {
-        name     = "pages to a sink fail"
-        severity = "CRITICAL"
-        deadman  = false
-        duration = "0s"
-        query    = "sum by (sink) (increase(dgemma_alerts_failed_total{${local.series.router}}[10m])) > 0"
-        runbook  = "A sink refused or missed deliveries: people may not be paged. The sender retries; check the sink's secret and the router's logs (`jsonPayload.audit`)."
-      }
-      ledger_failures = {
-        name     = "ledger calls fail"
-        severity = "WARNING"
-        deadman  = false
-        duration = "0s"
-        query    = "sum by (operation) (increase(dgemma_alerts_ledger_failures_total{${local.series.router}}[10m])) > 3"
-        runbook  = "Calls to the router's ledger bucket fail or time out; it routes from memory meanwhile (a page may go out twice across instances)."
-      }
-      ledger_away = {
-        name     = "router routes from memory (ledger away)"
-        severity = "WARNING"
-        deadman  = false
-        duration = "300s"
-        query    = "max(dgemma_alerts_ledger_up{${local.series.router}}) == 0"
-        runbook  = "The ledger's store has not answered for 5 min: each alert may page once more per instance until it does. Check Cloud Storage's status and the router's identity's grant on its bucket."
-      }
-      classifications_waiting = {
-        name     = "a fallback page waits for its classification"
-        severity = "WARNING"
-        deadman  = false
-        duration = "0s"
-        query    = "max(dgemma_alerts_pending_oldest_seconds{${local.series.router}}) > ${var.alerts_pending_alert_minutes * 60}"
-        runbook  = "A page went out unclassified over ${var.alerts_pending_alert_minutes} min ago and the decision service has not classified it since: it is still away. See the decision service's dashboard."
-      }
-    },
-    # The dead-man's switch, only where a Watchdog is sent to the router (deadman_switch).
-    var.router_image == "" || !var.deadman_switch ? {} : {
-      heartbeat = {
-        name     = "no Watchdog heartbeat reaches the alert router"
-        severity = "CRITICAL"
-        deadman  = true
-        duration = "300s"
-        query    = "(time() - max(dgemma_alerts_heartbeat_timestamp_seconds{${local.series.router}}) > 600) or absent_over_time(dgemma_alerts_heartbeat_timestamp_seconds{${local.series.router}}[10m])"
-        runbook  = "The dead-man's switch: Alertmanager's always-firing Watchdog has not reached the router for over 10 min, or the router is gone. Alerts may reach no one: check Alertmanager, its route to the router (docs/alert-routing.md) and the router; watch the alerting by hand until then."
-      }
-    },
-  )
+  # Every alert by its name, and what fills its slots here: each service's series (local.series) and
+  # each threshold, from its variable where it has one (alerts.yaml's value is the default of both).
+  alerts = merge(values(local.monitoring.groups)...)
+  alert_params = {
+    pending_s = var.alerts_pending_alert_minutes * 60
+  }
+  alert_slots = {
+    for name, a in local.alerts : name => merge(
+      local.series,
+      { for k, v in try(a.params, {}) : k => tostring(try(local.alert_params[k], v)) },
+    )
+  }
+  # `for` in seconds (alerts.yaml writes 5m, 10m, 2m, 30s, 1h).
+  alert_for_s = {
+    for name, a in local.alerts : name => [
+      for m in [regex("^(\\d+)([smh])$", try(a["for"], "0s"))] : tonumber(m[0]) * { s = 1, m = 60, h = 3600 }[m[1]]
+    ][0]
+  }
+  # The Terraform variables that turn an alert's policy off.
+  alert_switches = { deadman_switch = var.deadman_switch }
+  deployed       = { gateway = var.image != "", router = var.router_image != "" }
+  # The alerts Cloud Monitoring runs: those not Prometheus's alone, once their service is deployed and
+  # their switch (if any) is on.
+  cloud_alerts = [
+    for name, a in local.alerts : name
+    if try(a.only, "") != "prometheus" && try(local.deployed[a.service], false) && try(local.alert_switches[a.switch], true)
+  ]
+  # The kit's own conditions, in PromQL over the collectors' metrics (google_monitoring_alert_policy.kit),
+  # by their keys. `deadman`: notify around the router.
+  alert_policies = {
+    for name, a in local.alerts : a.key => {
+      alert    = name
+      name     = a.title
+      severity = upper(a.severity)
+      deadman  = try(a.around_router, false)
+      duration = "${local.alert_for_s[name]}s"
+      query    = templatestring(a.expr, local.alert_slots[name])
+      runbook  = templatestring(a.runbook, local.alert_slots[name])
+    } if contains(local.cloud_alerts, name) && !can(a.slo)
+  }
+  # The SLOs' burn-rate policies (google_monitoring_alert_policy.slo_burn), by the SLO.
+  slo_alerts = {
+    for name, a in local.alerts : a.slo => {
+      alert    = name
+      name     = a.title
+      severity = upper(a.severity)
+      runbook  = templatestring(a.runbook, local.alert_slots[name])
+    } if contains(local.cloud_alerts, name) && can(a.slo)
+  }
 }
 
 resource "google_project_service" "apis" {

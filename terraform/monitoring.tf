@@ -1,7 +1,8 @@
 # What an operator sees of the kit in Cloud Monitoring: the collectors' configs (their containers are
 # in service.tf and alerts.tf), a dashboard per service, alert policies, uptime checks and the
-# decision service's SLOs. Queries and thresholds are explained in terraform/README.md (Monitoring);
-# the same SLOs and alerts, for Prometheus, are monitoring/prometheus/dgemma.rules.yml.
+# decision service's SLOs. Queries and thresholds are explained in terraform/README.md (Monitoring).
+# The alerts and SLOs come from monitoring/alerts.yaml (main.tf), which is also the source of the
+# Prometheus rules (monitoring/prometheus/dgemma.rules.yml): the same alerts in both.
 
 # The collectors' configs (RunMonitoring, main.tf): Cloud Run mounts a file from Secret Manager only.
 # Configuration, not secrets: the values are in the state like any other setting.
@@ -34,7 +35,7 @@ resource "google_secret_manager_secret_version" "metrics" {
   }
 }
 
-# A dashboard per service, from dashboards.yaml (main.tf builds the JSON).
+# A dashboard per service, from monitoring/dashboards.yaml (main.tf builds the JSON).
 resource "google_monitoring_dashboard" "services" {
   for_each = local.dashboards_json
 
@@ -92,17 +93,15 @@ resource "google_monitoring_slo" "latency" {
 }
 
 # Burn-rate alerts on both SLOs (the SRE workbook's pairs: 14.4x over 1 h, 6x over 6 h), and the kit's
-# own conditions in PromQL over the collectors' metrics (main.tf, local.alert_policies).
+# own conditions in PromQL over the collectors' metrics: both from monitoring/alerts.yaml (main.tf,
+# local.slo_alerts and local.alert_policies).
 resource "google_monitoring_alert_policy" "slo_burn" {
-  for_each = {
-    availability = google_monitoring_slo.availability.id
-    latency      = google_monitoring_slo.latency.id
-  }
+  for_each = local.slo_alerts
 
   project               = var.project_id
-  display_name          = "${var.service_name}: ${each.key} SLO budget burning"
+  display_name          = "${var.service_name}: ${each.value.name}"
   combiner              = "OR"
-  severity              = "CRITICAL"
+  severity              = each.value.severity
   notification_channels = var.notification_channels
   user_labels           = local.labels
 
@@ -111,7 +110,11 @@ resource "google_monitoring_alert_policy" "slo_burn" {
     content {
       display_name = "${conditions.value.factor}x the budget's rate over ${conditions.value.window_s / 3600} h"
       condition_threshold {
-        filter          = "select_slo_burn_rate(\"${each.value}\", \"${conditions.value.window_s}s\")"
+        filter = format(
+          "select_slo_burn_rate(\"%s\", \"%ds\")",
+          each.key == "availability" ? google_monitoring_slo.availability.id : google_monitoring_slo.latency.id,
+          conditions.value.window_s,
+        )
         comparison      = "COMPARISON_GT"
         threshold_value = conditions.value.factor
         duration        = "0s"
@@ -121,8 +124,8 @@ resource "google_monitoring_alert_policy" "slo_burn" {
 
   documentation {
     mime_type = "text/markdown"
-    subject   = "${var.service_name}: the ${each.key} SLO's month is being spent fast"
-    content   = local.slo_runbook[each.key]
+    subject   = "${var.service_name}: the ${each.key} SLO's month is being spent fast (${each.value.alert})"
+    content   = each.value.runbook
   }
 
   depends_on = [google_project_service.apis]
@@ -156,7 +159,7 @@ resource "google_monitoring_alert_policy" "kit" {
 
   documentation {
     mime_type = "text/markdown"
-    subject   = "${var.service_name}: ${each.value.name}"
+    subject   = "${var.service_name}: ${each.value.name} (${each.value.alert})"
     content   = each.value.runbook
   }
 

@@ -100,12 +100,13 @@ resource "google_cloud_run_v2_service" "gpu" {
       }
     }
 
-    # Google's Prometheus collector (monitoring.tf). It starts once the dgemma container's startup
-    # probe has passed (depends_on, as Cloud Run's guide for it does), so the dgemma container's start
-    # and its probe are as before; it scrapes /metrics over the instance's loopback.
+    # Google's Prometheus collector (main.tf, local.collector: the same in both services). It starts
+    # once the dgemma container's startup probe has passed (depends_on, as Cloud Run's guide for it
+    # does), so the dgemma container's start and its probe are as before; it scrapes /metrics over the
+    # instance's loopback.
     containers {
       name       = "collector"
-      image      = var.metrics_collector_image
+      image      = local.collector.image
       depends_on = ["dgemma"]
 
       resources {
@@ -117,28 +118,28 @@ resource "google_cloud_run_v2_service" "gpu" {
       }
 
       volume_mounts {
-        name       = "metrics-config"
-        mount_path = "/etc/rungmp"
+        name       = local.collector.volume
+        mount_path = local.collector.config_dir
       }
 
       liveness_probe {
-        period_seconds    = 30
-        timeout_seconds   = 30
-        failure_threshold = 3
+        period_seconds    = local.collector.liveness.period_s
+        timeout_seconds   = local.collector.liveness.timeout_s
+        failure_threshold = local.collector.liveness.failures
         http_get {
-          path = "/liveness"
-          port = 13133
+          path = local.collector.liveness.path
+          port = local.collector.liveness.port
         }
       }
     }
 
     volumes {
-      name = "metrics-config"
+      name = local.collector.volume
       secret {
         secret = google_secret_manager_secret.metrics["gateway"].secret_id
         items {
           version = google_secret_manager_secret_version.metrics["gateway"].version
-          path    = "config.yaml"
+          path    = local.collector.config
         }
       }
     }

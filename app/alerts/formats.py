@@ -26,6 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidat
 
 from app.alerts.records import Alert, Source, Status, labels_fingerprint, summary_of
 from app.core.errors import InvalidRequest
+from app.core.models import validation_problems
 from app.jev.wire import parse_json
 
 _ZERO_YEAR = 1  # Go's zero time.Time, `0001-01-01T00:00:00Z`: Alertmanager's "no time"
@@ -380,8 +381,4 @@ def _problem(error: Mapping[str, Any]) -> str:
 def describe(error: ValidationError) -> str:
     """A ValidationError as one line naming each bad field: `alerts[2].fingerprint: field required;
     alerts[0].status: expected "firing" or "resolved", got "x"` (the first few, then a count)."""
-    errors = error.errors(include_url=False)
-    parts = [f"{_path(tuple(e['loc']))}: {_problem(e)}" for e in errors[:_MAX_ERRORS]]
-    if len(errors) > _MAX_ERRORS:
-        parts.append(f"and {len(errors) - _MAX_ERRORS} more")
-    return "; ".join(parts)
+    return validation_problems(error, path=_path, problem=_problem, most=_MAX_ERRORS)

@@ -26,7 +26,7 @@ from app.alerts.rules import Floor, Rule, at_least
 from app.alerts.sinks import SinkConfig, SinkConfigError, parse_sink_configs
 from app.core.config import ConfigError
 from app.core.errors import InvalidRequest
-from app.core.models import StrictModel
+from app.core.models import StrictModel, validation_problems
 from app.jev.wire import SystemOneRequest, check_limits
 
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "error", "critical")
@@ -166,12 +166,7 @@ class Policy:
         except SinkConfigError as e:
             raise PolicyError(f"{path}: {e}") from e
         except ValidationError as e:
-            problems = []
-            for err in e.errors():
-                where = ".".join(str(p) for p in err["loc"])
-                msg = err["msg"].removeprefix("Value error, ")
-                problems.append(f"{where}: {msg}" if where else msg)
-            raise PolicyError(f"{path}: " + "; ".join(problems)) from e
+            raise PolicyError(f"{path}: {validation_problems(e)}") from e
 
     @property
     def fallback_route(self) -> str:

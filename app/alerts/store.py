@@ -4,11 +4,11 @@ prefix, and (claims only) replaced by compare-and-swap on their generation.
 Two stores, one contract: `MemoryStore` (one process: `make dev`, and the default) and `GcsStore`
 (Cloud Storage, shared by every instance and revision of the router: `DGEMMA_ALERTS_LEDGER_URL`).
 Cloud Storage is strongly consistent for reads, overwrites and listings. Every GcsStore write is a
-multipart upload with a generation precondition (`ifGenerationMatch=0`: create only, or the
-generation read: compare-and-swap). google-cloud-storage sends any upload under 8 MiB of known size
-so, and that is the one write the local emulator checks preconditions on (fake-gcs-server 1.54.0
-ignores them on media and resumable uploads, deletes, patches and copies: docs/alert-routing.md).
-A delete is only ever cleanup, never a decision.
+multipart upload with a generation precondition (`ifGenerationMatch=0`: create only, through
+app/core/storage.py's `create_only`; or the generation read: compare-and-swap). google-cloud-storage
+sends any upload under 8 MiB of known size so, and that is the one write the local emulator checks
+preconditions on (fake-gcs-server 1.54.0 ignores them on media and resumable uploads, deletes,
+patches and copies: docs/alert-routing.md). A delete is only ever cleanup, never a decision.
 
 `FailoverStore` puts this process's memory behind the shared store: every call to it runs under a
 `Deadline` its caller passes (a delivery's, through `within`; none: `timeout_s` alone), and a call that
@@ -40,7 +40,7 @@ from google.cloud.storage.retry import DEFAULT_RETRY
 from app.alerts.metrics import RouterMetrics
 from app.core.config import ConfigError
 from app.core.errors import ServiceError
-from app.core.storage import parse_gs, storage_client
+from app.core.storage import create_only, parse_gs, storage_client
 
 log = logging.getLogger("app.alerts")
 T = TypeVar("T")
@@ -214,14 +214,11 @@ class GcsStore:
         nonce = uuid.uuid4().hex
         payload = json.dumps({**body, "_nonce": nonce})
         blob = self._bucket.blob(self._path(name))
-        try:
-            await self._call(
-                f"create {name}",
-                lambda t, r: blob.upload_from_string(
-                    payload, content_type="application/json", if_generation_match=0, timeout=t, retry=r
-                ),
-            )
-        except gexc.PreconditionFailed:
+        created = await self._call(
+            f"create {name}",
+            lambda t, r: create_only(blob, payload, content_type="application/json", timeout=t, retry=r),
+        )
+        if not created:
             found = await self.read(name)
             if found is not None and found.body.get("_nonce") == nonce:
                 return found.generation

@@ -15,6 +15,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core.errors import KitError
+from app.core.models import Loc, validation_problems
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 PREFIX = "DGEMMA_"
@@ -62,12 +63,12 @@ def load(section: type[S], defaults: Mapping[str, Any] | None = None, **override
         return section(**given, **missing) if missing else settings
     except ValidationError as e:
         names = env_names(section)
-        lines = []
-        for err in e.errors():
-            field = str(err["loc"][0]) if err["loc"] else ""
-            where = " / ".join(names.get(field, (field or section.__name__,)))
-            lines.append(f"{where}: {err['msg']}")
-        raise ConfigError("invalid setting " + "; ".join(lines)) from e
+
+        def setting(loc: Loc) -> str:  # a field's env var names; the section, for a model-wide check
+            field = str(loc[0]) if loc else ""
+            return " / ".join(names.get(field, (field or section.__name__,)))
+
+        raise ConfigError("invalid setting " + validation_problems(e, path=setting)) from e
 
 
 def env_names(section: type[KitSettings]) -> dict[str, tuple[str, ...]]:

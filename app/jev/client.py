@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 from pydantic import ValidationError
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_random_exponential
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from app.core.backoff import Backoff
 from app.core.errors import (
     EngineBadAnswer,
     EngineUnavailable,
@@ -55,12 +55,11 @@ class Retry:
     base_s: float = 0.5
     cap_s: float = 60.0
 
-    def wait(self, state: RetryCallState) -> float:
-        outcome = state.outcome
-        error = outcome.exception() if outcome is not None else None
-        if isinstance(error, EngineUnavailable) and error.retry_after is not None:
-            return float(min(error.retry_after, self.cap_s))
-        return float(wait_random_exponential(multiplier=self.base_s, max=min(8.0, self.cap_s))(state))
+    @property
+    def wait(self) -> Backoff:
+        """The wait between attempts: the service's Retry-After up to `cap_s`, else full jitter from
+        `base_s`, never more than 8 s (a service that asks for nothing is worth asking again soon)."""
+        return Backoff(self.base_s, min(8.0, self.cap_s), jitter=True, retry_after_cap_s=self.cap_s)
 
 
 class JevClient:

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from app.core.config import ConfigError
-from deploy.gpucheck.child import await_save, free_port, free_ports, run_env, start, stop
+from app.core.net import free_port, free_ports
+from deploy.gpucheck.child import await_save, run_env, start, stop
 from deploy.gpucheck.metrics import engines_counters
 from deploy.gpucheck.record import Check
 from deploy.gpucheck.report import write

@@ -1,13 +1,11 @@
-"""`dgemma run` as a child of the GPU check: its ports and environment, its start (timed from the
-spawn to the supervisor's ready line, its log kept with arrival times) and its stop (SIGTERM, as
-Cloud Run sends it)."""
+"""`dgemma run` as a child of the GPU check: its environment (its ports: app/core/net.py), its start
+(timed from the spawn to the supervisor's ready line, its log kept with arrival times) and its stop
+(SIGTERM, as Cloud Run sends it)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -26,28 +24,6 @@ from deploy.runtime.nvidia_smi import used_mib
 from deploy.runtime.supervisor import READY_PREFIX
 
 console = Console(stderr=True, soft_wrap=True)
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 now (another process may take it before it is bound)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def free_ports(n: int) -> int:
-    """The first of `n` consecutive free ports: the supervisor's engines take `engine_port` + k."""
-    for _ in range(100):
-        first = free_port()
-        with contextlib.ExitStack() as held:
-            try:
-                for k in range(1, n):
-                    s = held.enter_context(socket.socket())
-                    s.bind(("127.0.0.1", first + k))
-            except OSError:
-                continue
-        return first
-    raise OSError(f"no {n} consecutive free ports on 127.0.0.1")
 
 
 def run_env(

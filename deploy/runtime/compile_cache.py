@@ -50,6 +50,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import storage
 from google.cloud.storage import transfer_manager
 
+from app.core.storage import create_only
 from deploy.runtime.weights import client_from_env, parse_gs, sha256_file
 
 log = logging.getLogger("deploy.compile_cache")
@@ -205,20 +206,9 @@ class GcsStore:
         )  # the pointer's sha256 is the check that counts
 
     def create(self, name: str, src: Path | bytes) -> bool:
-        blob = self._blob(name)
-        try:
-            if isinstance(src, bytes):
-                blob.upload_from_string(src, content_type="application/json", if_generation_match=0)
-            else:
-                blob.upload_from_filename(str(src), if_generation_match=0)
-        except gexc.PreconditionFailed:
-            return False
-        except gexc.Forbidden:
-            # An object creator may not overwrite: Cloud Storage can answer 403 rather than 412.
-            if blob.exists():
-                return False
-            raise
-        return True
+        if isinstance(src, bytes):
+            return create_only(self._blob(name), src, content_type="application/json")
+        return create_only(self._blob(name), src)
 
 
 class DirStore:

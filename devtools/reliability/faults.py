@@ -17,8 +17,9 @@ from typing import Any
 
 import httpx
 
+from app.core.net import free_port
 from app.core.polling import wait_until
-from devtools.stack import LocalStack, free_port, service
+from devtools.stack import LocalStack, service
 from loadtest.corpus import ALERTS, decision_body
 
 

@@ -185,7 +185,7 @@ def render(template: str, labels: Mapping[str, str], value: float) -> str:
     return _ACTION.sub(one, template)
 
 
-def camel(name: str) -> str:
+def liquid_alertname(name: str) -> str:
     """The alert name of `dist/template.yml`: Liquid `split: ' '`, `capitalize` each word (Ruby's:
     first letter up, the rest down), joined."""
     return "".join(w[:1].upper() + w[1:].lower() for w in name.split())
@@ -643,14 +643,14 @@ def rest(rules: Mapping[str, Any]) -> list[Selected]:
     """The rules `select` leaves out (categories of no default team), less any whose name or
     description is an eval rule's: the toy's training rules, never an eval line."""
     chosen = select(rules)
-    names = {camel(str(s.rule["name"])).lower() for s in chosen}
+    names = {liquid_alertname(str(s.rule["name"])).lower() for s in chosen}
     texts = {_plain(str(s.rule["description"])) for s in chosen}
     seen: dict[tuple[str, str, str, str], int] = {}
     out: list[Selected] = []
     for group, service, exporter, rule in walk(rules):
         if team_of(group, service) is not None:
             continue
-        if camel(str(rule["name"])).lower() in names or _plain(str(rule["description"])) in texts:
+        if liquid_alertname(str(rule["name"])).lower() in names or _plain(str(rule["description"])) in texts:
             continue
         key = (group, service, exporter, str(rule["name"]))
         seen[key] = seen.get(key, -1) + 1
@@ -685,7 +685,7 @@ def delivery(s: Selected, variant: int = 0) -> dict[str, Any]:
         if _SEVERITY_WORDS.search(text):
             raise ValueError(f"{s.service}: {rule['name']}: label {name}={text!r} names a severity")
     value = firing_value(rng, str(rule["name"]), str(rule["query"]))
-    alertname = camel(str(rule["name"]))
+    alertname = liquid_alertname(str(rule["name"]))
     labels = dict(sorted({**series, "alertname": alertname, "severity": severity}.items()))
     description = render(str(rule["description"]), series, value)
     annotations = {

@@ -13,7 +13,7 @@ from app.alerts.main import create_router_app, metrics_listener
 from app.alerts.metrics import RouterMetrics
 from app.alerts.settings import AlertRouterSettings
 from app.core.config import ConfigError
-from devtools.stack import free_port
+from app.core.net import free_port
 from tests.helpers.gateway import serving
 
 pytestmark = pytest.mark.integration

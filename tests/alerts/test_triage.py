@@ -412,7 +412,7 @@ async def test_a_fallback_page_is_classified_by_the_other_router_once_its_instan
     (first, update) = a.pages("oncall-pager")
     assert not first.classified and update.classified and update.alert.key == first.alert.key
     assert update.reason.startswith("classified late:")
-    assert b.router.metrics.resumed._value.get() == 1
+    assert b.router.metrics.registry.get_sample_value("dgemma_alerts_resumed_total") == 1
     await b.router._scan()
     assert not b.router._later  # done: nothing pending any more
     assert len(a.pages("oncall-pager")) == 2
@@ -471,12 +471,13 @@ async def test_a_store_that_does_not_answer_costs_a_page_its_deadline_not_more(
     assert (await s.fire(("DiskFull", "f1"))).json()["outcomes"] == {"duplicate": 1}  # this process knows
     assert (await s.fire(("DiskFull", "f2"))).json()["outcomes"] == {"page": 1}
     assert store.calls == calls
-    m = s.router.metrics
-    assert m.ledger_failures.labels("list")._value.get() >= 1  # the delivery's listing (and the scan's)
-    assert (
-        m.from_memory.labels("page")._value.get() == 2 and m.from_memory.labels("duplicate")._value.get() == 1
-    )
-    assert m.ledger_up._value.get() == 0 and m.ledger_backlog._value.get() > 0
+    value = s.router.metrics.registry.get_sample_value
+    failed = value("dgemma_alerts_ledger_failures_total", {"operation": "list"})
+    assert failed is not None and failed >= 1  # the delivery's listing (and the scan's)
+    memory = "dgemma_alerts_ledger_memory_total"
+    assert value(memory, {"outcome": "page"}) == 2 and value(memory, {"outcome": "duplicate"}) == 1
+    backlog = value("dgemma_alerts_ledger_backlog")
+    assert value("dgemma_alerts_ledger_up") == 0 and backlog is not None and backlog > 0
 
 
 async def test_what_was_decided_from_memory_reaches_the_store_once_it_answers(
@@ -492,7 +493,8 @@ async def test_what_was_decided_from_memory_reaches_the_store_once_it_answers(
     assert not await a.router.store.recover()  # still stalled
     store.answering.set()
     assert await a.router.store.recover()
-    assert not a.router.store.backlog and a.router.metrics.ledger_up._value.get() == 1
+    assert not a.router.store.backlog
+    assert a.router.metrics.registry.get_sample_value("dgemma_alerts_ledger_up") == 1
     b = make_stack(store=store, sinks=a.sinks)
     for fp in ("f1", "f2"):
         assert (await b.fire(("DiskFull", fp))).json()["outcomes"] == {"duplicate": 1}

@@ -161,7 +161,9 @@ def test_training_rules_are_the_ones_the_eval_leaves_out() -> None:
     lines = [json.loads(line) for line in build_public.training(rules, 3)]
     assert len(lines) == 3 * len(build_public.rest(rules))
     assert len({json.dumps(line["state"]) for line in lines}) == len(lines)  # the variants differ
-    assert {line["state"]["alert"] for line in lines}.isdisjoint(build_public.camel(n) for n in evaluated)
+    assert {line["state"]["alert"] for line in lines}.isdisjoint(
+        build_public.liquid_alertname(n) for n in evaluated
+    )
 
 
 RULES_SAMPLE = r"""

@@ -11,10 +11,10 @@ from contextlib import contextmanager
 import pytest
 
 from app.core.errors import EngineBadAnswer, EngineUnavailable, InputTooLong, InvalidRequest, ServiceError
+from app.core.net import free_port
 from app.gateway.engine import EngineClient
 from app.gateway.main import create_app
 from devtools.metadata import RecordingServer, Seen, serving
-from devtools.stack import free_port
 from tests.helpers.gateway import NOUL, decision, gateway_settings, in_process
 
 pytestmark = pytest.mark.inprocess

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import uvicorn
 
+from app.core.net import free_port
 from app.core.polling import wait_until
 from app.gateway.settings import GatewaySettings
-from devtools.stack import free_port
 
 SCRIPTED_MODEL = "scripted-stand-in"
 

@@ -31,9 +31,15 @@ def terraform_eval(
 ) -> dict[str, Any] | str:
     """Evaluate expressions with the real `terraform` CLI, offline: the module's variables (their
     validation blocks included) and its provider-free locals are copied into `workdir`, which then needs
-    no provider. The values by name, or Terraform's error text when a validation refuses the variables."""
+    no provider. The values by name, or Terraform's error text when a validation refuses the variables.
+    The copy sits in `workdir`/terraform, beside a link to the checkout's monitoring/ (the module reads
+    its dashboards and alerts there)."""
+    monitoring = workdir / "monitoring"
+    if not monitoring.exists():
+        monitoring.symlink_to(TERRAFORM.parent / "monitoring", target_is_directory=True)
+    workdir = workdir / "terraform"
+    workdir.mkdir(exist_ok=True)
     (workdir / "variables.tf").write_text((TERRAFORM / "variables.tf").read_text())
-    (workdir / "dashboards.yaml").write_text((TERRAFORM / "dashboards.yaml").read_text())  # local.dashboards
     locals_block = re.search(r"^locals \{.*?^\}", (TERRAFORM / "main.tf").read_text(), re.S | re.M)
     assert locals_block, "terraform/main.tf has no locals block"
     outputs = "".join(f'output "{name}" {{\n  value = {expr}\n}}\n' for name, expr in expressions.items())

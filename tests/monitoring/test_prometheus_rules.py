@@ -102,7 +102,8 @@ def shipped_queries(workdir: Path) -> dict[str, list[str]]:
 
 def test_every_shipped_query_is_promql_and_each_panel_is_shipped(tmp_path: Path) -> None:
     """promtool parses each query as a rule's expression (Cloud Monitoring's PromQL is Prometheus's);
-    each PromQL panel of dashboards.yaml is in both dashboards, narrowed to its service in the cloud."""
+    each PromQL panel of monitoring/dashboards.yaml is in both dashboards, narrowed to its service in
+    the cloud."""
     (tmp_path / "tf").mkdir()
     queries = shipped_queries(tmp_path / "tf")
     rules = {
@@ -114,7 +115,7 @@ def test_every_shipped_query_is_promql_and_each_panel_is_shipped(tmp_path: Path)
     (tmp_path / "shipped.rules.yml").write_text(yaml.safe_dump(rules))
     checked = _promtool("check", "rules", str(tmp_path / "shipped.rules.yml"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    panels = yaml.safe_load((TERRAFORM / "dashboards.yaml").read_text())
+    panels = yaml.safe_load((ROOT / "monitoring" / "dashboards.yaml").read_text())
     plain = [q for service in panels.values() for p in service["panels"] for q in p.get("promql", [])]
     assert plain and queries["Grafana dashboard"] == plain
     assert len(queries["Cloud Monitoring dashboards"]) == len(plain)

@@ -683,9 +683,8 @@ def test_each_service_runs_a_metrics_collector_after_its_container(
     for containers, app in ((gpu, "dgemma"), (router, "router")):
         collector = containers["collector"]
         assert collector["depends_on"] == [app] and "startup_probe" not in collector
-        assert collector["image"] == "${var.metrics_collector_image}"
-        assert collector["volume_mounts"][0]["mount_path"] == "/etc/rungmp"  # config.yaml, the secret's
-        assert collector["liveness_probe"][0]["http_get"][0] == {"path": "/liveness", "port": 13133}
+        assert collector["image"] == "${local.collector.image}"
+        assert collector["volume_mounts"][0]["mount_path"] == "${local.collector.config_dir}"
         assert containers[app]["startup_probe"][0]["http_get"][0] == {"path": "/readyz", "port": 8080}
     exprs = {
         "gpu": "local.gpu_container", "collector": "local.collector",
@@ -698,6 +697,12 @@ def test_each_service_runs_a_metrics_collector_after_its_container(
     gpu_mib = int(got["gpu"]["memory"].removesuffix("Mi"))
     assert gpu_mib + got["collector"]["memory_mib"] == int(memory.removesuffix("Gi")) * 1024
     assert HOST_ESTIMATES["collector"][0] * 1024 == got["collector"]["memory_mib"], "the fit counts it"
+    assert got["collector"]["image"] == _variables()["metrics_collector_image"]["default"]
+    assert (got["collector"]["config_dir"], got["collector"]["config"]) == ("/etc/rungmp", "config.yaml")
+    assert {k: got["collector"]["liveness"][k] for k in ("path", "port")} == {
+        "path": "/liveness",
+        "port": 13133,
+    }
     metrics_port = int(got["router_env"]["DGEMMA_ALERTS_METRICS_PORT"])
     assert AlertRouterSettings(alerts_metrics_port=metrics_port).alerts_metrics_port == metrics_port
     for key, job, port in (("gateway", "dgemma-gateway", 8080), ("router", "dgemma-router", metrics_port)):
@@ -710,6 +715,24 @@ def test_each_service_runs_a_metrics_collector_after_its_container(
         interval, timeout = (int(endpoint[k].removesuffix("s")) for k in ("interval", "timeout"))
         assert timeout <= interval
     assert job in RULES_TEXT
+
+
+def test_one_collector_definition_serves_both_services() -> None:
+    """The collector's container and its config volume are the same block in both services, from
+    local.collector; they differ only in the container it waits for and the config it mounts."""
+
+    def collector(service: dict[str, Any], app: str, key: str) -> str:
+        volumes = [v for v in service["template"][0]["volumes"] if v["name"] == "${local.collector.volume}"]
+        assert len(volumes) == 1, service["template"][0]["volumes"]
+        block = json.dumps([_containers(service)["collector"], volumes[0]], sort_keys=True)
+        assert f'["{app}"]' in block and f'metrics[\\"{key}\\"]' in block, block
+        return block.replace(f'["{app}"]', '["APP"]').replace(f'metrics[\\"{key}\\"]', "metrics[KEY]")
+
+    gpu, router = collector(_service(), "dgemma", "gateway"), collector(_router(), "router", "router")
+    assert gpu == router
+    for path in ("service.tf", "alerts.tf"):  # no value of the collector's written out beside it
+        text = (TERRAFORM / path).read_text()
+        assert "metrics_collector_image" not in text and "/etc/rungmp" not in text, path
 
 
 def test_the_dead_mans_switch_notifies_around_the_router(tmp_path: Path) -> None:
@@ -727,11 +750,21 @@ def test_the_dead_mans_switch_notifies_around_the_router(tmp_path: Path) -> None
         '${each.key == "router" ? var.deadman_notification_channels : var.notification_channels}'
     )
     assert resources["slo_burn"]["notification_channels"] == "${var.notification_channels}"
-    # The same thresholds as the Prometheus rules: a fallback page waiting, the heartbeat's age.
+    # The same thresholds as the Prometheus rules: a fallback page waiting (the variable's default is
+    # the rules' value), the heartbeat's age.
     minutes = _variables()["alerts_pending_alert_minutes"]["default"]
-    assert f"dgemma_alerts_pending_oldest_seconds) > {minutes * 60}" in RULES_TEXT
-    assert f"> {minutes * 60}" in policies["classifications_waiting"]["query"]
-    assert "> 600" in policies["heartbeat"]["query"] and "> 600" in RULES_TEXT
+    rules = {r["alert"]: r for g in yaml.safe_load(RULES_TEXT)["groups"] for r in g["rules"] if "alert" in r}
+    assert rules["DgemmaAlertsClassificationsWaiting"]["expr"].endswith(f"> {minutes * 60}")
+    assert policies["classifications_waiting"]["query"].endswith(f"> {minutes * 60}")
+    assert (
+        "> 600" in policies["heartbeat"]["query"] and "> 600" in rules["DgemmaAlertsHeartbeatMissing"]["expr"]
+    )
+    later = terraform_eval(
+        tmp_path, {"policies": "local.alert_policies"}, {**deployed, "alerts_pending_alert_minutes": 20}
+    )
+    assert isinstance(later, dict), later
+    assert later["policies"]["classifications_waiting"]["query"].endswith("> 1200")
+    assert "over 1200 s ago" in later["policies"]["classifications_waiting"]["runbook"]
     # Each policy only once its service exists.
     infrastructure = terraform_eval(tmp_path, {"policies": "local.alert_policies"}, BASE)
     assert infrastructure == {"policies": {}}

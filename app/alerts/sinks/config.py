@@ -7,7 +7,7 @@ parses sink tables without loading any sink.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -15,7 +15,7 @@ import httpx
 from pydantic import AfterValidator, BaseModel, Field, TypeAdapter, ValidationError, model_validator
 
 from app.core.config import ConfigError
-from app.core.models import StrictModel
+from app.core.models import Loc, StrictModel, dotted, validation_problems
 
 PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 
@@ -125,16 +125,21 @@ def parse_sink_configs(raw: Mapping[str, Any], where: str = "sinks") -> dict[str
         try:
             out[name] = _SINK_CONFIG.validate_python(data)
         except ValidationError as e:
-            for err in e.errors():
-                # The union's tag ("pagerduty") is in the location; the reader wrote no such key.
-                loc = [str(p) for p in err["loc"]]
-                if loc and isinstance(data, Mapping) and loc[0] == data.get("type"):
-                    loc = loc[1:]
-                msg = err["msg"].removeprefix("Value error, ")
-                problems.append(f"{'.'.join([where, name, *loc])}: {msg}")
+            tag = data.get("type") if isinstance(data, Mapping) else None
+            problems.append(validation_problems(e, path=_field_of(f"{where}.{name}", tag)))
     if problems:
         raise SinkConfigError("; ".join(problems))
     return out
+
+
+def _field_of(sink: str, tag: object) -> Callable[[Loc], str]:
+    """A sink's field as `sink.field`: pydantic puts the union's tag ("pagerduty") first in the
+    location, and the reader wrote no such key."""
+
+    def path(loc: Loc) -> str:
+        return dotted((sink, *(loc[1:] if loc and str(loc[0]) == tag else loc)))
+
+    return path
 
 
 def secret_of(sink: str, cfg: SinkConfig, secret: str) -> tuple[str, str] | None:

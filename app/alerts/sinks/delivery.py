@@ -1,8 +1,8 @@
 """What every HTTP sink shares: the `Sink` protocol, one httpx client, POST with retries, `SinkError`.
 
-Each HTTP delivery is retried (tenacity: exponential backoff with full jitter, `Retry-After` honoured
-and capped) on connect errors, timeouts, 429 and 5xx, never on another 4xx (a configuration problem)
-and never after a 2xx. A delivery that still fails raises `SinkError`.
+Each HTTP delivery is retried (tenacity, and app/core/backoff.py: exponential backoff with full
+jitter, `Retry-After` honoured and capped) on connect errors, timeouts, 429 and 5xx, never on another
+4xx (a configuration problem) and never after a 2xx. A delivery that still fails raises `SinkError`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any, ClassVar, Protocol
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_base, wait_random_exponential
 
 from app.alerts.records import Alert, Page
 from app.alerts.sinks.config import _HttpSinkConfig
+from app.core.backoff import Backoff
 from app.core.retry import retry_after_s
 
 log = logging.getLogger("app.alerts.sinks")  # the package's name, not __name__: operators query it
@@ -65,21 +65,6 @@ class _Refused(Exception):
 # Transport errors worth another attempt; the others (UnsupportedProtocol, LocalProtocolError) would
 # fail the same way again.
 _TRANSIENT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
-
-
-class _Backoff(wait_base):
-    """Full-jitter exponential backoff, or the server's `Retry-After` when it sent one; both capped."""
-
-    def __init__(self, base_s: float, cap_s: float) -> None:
-        self.cap_s = cap_s
-        self.jitter = wait_random_exponential(multiplier=base_s, max=cap_s)
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        outcome = retry_state.outcome
-        error = outcome.exception() if outcome is not None else None
-        if isinstance(error, _Transient) and error.retry_after is not None:
-            return min(error.retry_after, self.cap_s)
-        return float(self.jitter(retry_state))
 
 
 def _body_excerpt(r: httpx.Response) -> str:
@@ -199,7 +184,7 @@ class HttpSink:
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(cfg.attempts),
-            wait=_Backoff(cfg.backoff_s, cfg.backoff_max_s),
+            wait=Backoff(cfg.backoff_s, cfg.backoff_max_s, jitter=True, retry_after_cap_s=cfg.backoff_max_s),
             retry=retry_if_exception_type(_Transient),
             before_sleep=before_sleep,
             reraise=True,

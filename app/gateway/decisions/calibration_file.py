@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.config import ConfigError
+from app.core.models import validation_problems
 from app.gateway.decisions.calibration import T_MAX, T_MIN
 from app.jev.wire import ReadPolicy
 
@@ -63,9 +64,7 @@ class Calibration(BaseModel):
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ConfigError(f"calibration file {path}: cannot be read: {e}") from None
         except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"calibration file {path}: {where}: {first['msg']}") from None
+            raise ConfigError(f"calibration file {path}: {validation_problems(e, most=1)}") from None
         if calibration.model != served_model:
             raise ConfigError(
                 f"calibration file {path} was fitted on model {calibration.model!r}; this gateway serves "

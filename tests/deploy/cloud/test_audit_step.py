@@ -11,7 +11,6 @@ import datetime
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,8 @@ import yaml
 from dockerfile_parse import DockerfileParser
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from app.core.net import free_port
 
 pytestmark = pytest.mark.unit
 
@@ -333,9 +334,7 @@ def test_an_exception_for_another_vulnerability_does_not_hide_this_one(
 
 
 def test_an_unreachable_database_fails_the_build(run_step: Run, osv: FakeOsv) -> None:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{s.getsockname()[1]}/v1/query"
+    closed = f"http://127.0.0.1:{free_port()}/v1/query"  # a port nothing listens on
     done = run_step(osv_url=closed)
     assert done.returncode != 0 and osv.queries == []
 

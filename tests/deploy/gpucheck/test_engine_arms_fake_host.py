@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from app.core.net import free_port
 from tests.deploy.gpucheck.test_gpu_check_fake_host import checkpoint, gpu_host  # noqa: F401  (fixtures)
 from tests.helpers.deploy import graph_sizes
 
@@ -138,7 +139,7 @@ def test_two_engines_on_one_gpu_behind_one_gateway(
         monkeypatch.setenv(name, value)
     out = tmp_path / "out"
     out.mkdir()
-    key, port, engine_port = secrets.token_urlsafe(16), child.free_port(), child.free_port()
+    key, port, engine_port = secrets.token_urlsafe(16), free_port(), free_port()
     env = child.run_env(
         checkpoint, "h200", tmp_path / "cc", key=key, port=port, engine_port=engine_port, on_larger=False,
         startup_timeout_s=1700.0,

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from deploy.gpucheck.check import memory
-from deploy.gpucheck.child import free_ports
 from deploy.gpucheck.metrics import engine_counters, engines_counters
 from deploy.gpucheck.record import Check, Sample, Start
 from deploy.gpucheck.startlog import parse_start_log
@@ -108,15 +107,6 @@ def test_the_engines_on_one_gpu_are_read_together() -> None:
         alone = engines_counters([one.url])
     assert both["prompt_tokens"] == (3 + 5) * 64 and both["running"] == 8 + 16
     assert both["kv_usage"] == 16 / 32 and alone == engine_counters(metrics(3, 8))
-
-
-def test_the_engines_ports_are_free_in_a_row() -> None:
-    import socket
-
-    first = free_ports(3)
-    for port in range(first, first + 3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", port))  # raises if taken
 
 
 def test_engine_steps_from_a_real_h200_metrics_page() -> None:

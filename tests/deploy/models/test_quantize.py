@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.net import free_port
 from app.core.polling import wait_http_ok
 from app.gateway.settings import GatewaySettings
 from deploy.runtime.gpu_budget import load_arch
 from deploy.runtime.settings import EngineSettings
 from deploy.runtime.supervisor import Child, engine_command
-from devtools.stack import free_port
 from tests.helpers import cpu
 
 ROOT = Path(__file__).resolve().parents[3]

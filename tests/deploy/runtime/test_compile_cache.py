@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 import zstandard
 
+from app.core.net import free_port
 from app.gateway.settings import GatewaySettings
 from deploy.runtime import compile_cache as cc
 from deploy.runtime.gpu_budget import BIG_CONFIG
 from deploy.runtime.settings import SupervisorSettings
 from deploy.runtime.supervisor import Supervisor
-from devtools.stack import free_port
 from tests.helpers.deploy import fake_nvidia_smi
 
 pytestmark = pytest.mark.unit

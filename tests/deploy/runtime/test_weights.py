@@ -18,6 +18,7 @@ import httpx
 import pytest
 from google.cloud import storage
 
+from app.core.net import free_port
 from deploy.errors import WeightsError
 from deploy.runtime.weights import (
     MANIFEST,
@@ -27,7 +28,7 @@ from deploy.runtime.weights import (
     verify,
     verify_remote,
 )
-from devtools.stack import ROOT, LocalStack, free_port, wait_ready
+from devtools.stack import ROOT, LocalStack, wait_ready
 from tests.helpers.gateway import NOUL, decision
 
 pytestmark = pytest.mark.integration

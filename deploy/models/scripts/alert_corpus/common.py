@@ -96,8 +96,10 @@ def _is_acronym(word: str) -> bool:
     return any(c.isupper() for c in word[1:]) or word.isupper()
 
 
-def camel(words: list[str]) -> str:
-    return "".join(w[:1].upper() + w[1:] for w in words)
+def camel_identifier(words: list[str]) -> str:
+    """`["disk", "full", "on", "NFS/v4"]` -> `DiskFullOnNFSv4`: each word's first letter up, the rest as
+    written (acronyms kept), no `/`: a Prometheus alert name."""
+    return "".join(w[:1].upper() + w[1:] for w in words).replace("/", "")
 
 
 def snake(words: list[str]) -> str:
@@ -115,7 +117,7 @@ def alert_name(rng: random.Random, words: list[str], source: str) -> str:
     words = [w for w in words if w]
     r = rng.random()
     if source == "alertmanager":
-        return camel(words).replace("/", "") if r < 0.7 else snake(words)
+        return camel_identifier(words) if r < 0.7 else snake(words)
     if source == "grafana":
-        return sentence(words) if r < 0.55 else camel(words).replace("/", "") if r < 0.9 else snake(words)
-    return sentence(words) if r < 0.75 else camel(words).replace("/", "")
+        return sentence(words) if r < 0.55 else camel_identifier(words) if r < 0.9 else snake(words)
+    return sentence(words) if r < 0.75 else camel_identifier(words)

@@ -13,7 +13,7 @@ from app.alerts.records import Alert, Source, labels_fingerprint, summary_of
 from evals.alerts.gofmt import go_labels, go_value
 
 from .alerts import PRIORITY, SEVERITY_LABEL
-from .common import _alnum, _hex, _num, alert_name, camel, sentence, snake
+from .common import _alnum, _hex, _num, alert_name, camel_identifier, sentence, snake
 from .data import frozen, table
 from .subjects import CLUSTERS, ENVS, PROJECTS, REGIONS
 
@@ -395,7 +395,7 @@ RENDERERS = {
 def sdk_state(rng: random.Random, alert: dict[str, Any]) -> str | dict[str, Any]:
     """A state as a person writes one for the SDK: a small dict like the README's
     ({"alert": "DiskUsageHigh", "host": "db-1", "value": "97%", "for": "15m"}) or one line of text."""
-    name = camel(alert["words"]).replace("/", "")
+    name = camel_identifier(alert["words"])
     key, subj, value = alert["subject_key"], alert["subject"], alert["value"]
     r = rng.random()
     if r < 0.45:
