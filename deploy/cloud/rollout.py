@@ -219,7 +219,7 @@ def _preflight(r: Rollout) -> None:
     asked = r.cfg
     r.cfg = remembered(r.cfg, r.history.applied)
     if r.cfg.checkpoint is not None:
-        r.local, r.cfg = checkpoint_version(r.cfg, r.shell)
+        r.local, r.cfg = checkpoint_version(r.cfg, r.cfg.checkpoint, r.shell)
     if r.cfg != asked:
         check_deploy(r.cfg)  # what came from the history, against this checkout's module and fit
     applied = r.history.applied
@@ -250,12 +250,10 @@ def _preflight(r: Rollout) -> None:
         )
 
 
-def checkpoint_version(cfg: DeployConfig, shell: Shell) -> tuple[Manifest, DeployConfig]:
-    """--checkpoint's manifest, and `cfg` with its folder: the manifest's digest under the prefix, so
+def checkpoint_version(cfg: DeployConfig, checkpoint: Path, shell: Shell) -> tuple[Manifest, DeployConfig]:
+    """`checkpoint`'s manifest, and `cfg` with its folder: the manifest's digest under the prefix, so
     that an upload never overwrites what a revision serves (a rollback serves its own weights)."""
-    local = build_manifest(cfg.checkpoint) if cfg.checkpoint else None
-    if local is None:
-        raise ConfigError("--checkpoint: no checkpoint to read")
+    local = build_manifest(checkpoint)
     if "weights_version" in cfg.given and cfg.weights_version != local.digest:
         raise ConfigError(
             f"--weights-version {cfg.weights_version} with --checkpoint {cfg.checkpoint}, whose digest is "

@@ -48,6 +48,7 @@ class Timing:
         self.scopes: dict[str, str] = {}
         self.programs: Counter[str] = Counter()
         self._popen = subprocess.Popen.__init__
+        self.result: dict[str, Any] | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         programs, original = self.programs, self._popen
@@ -87,12 +88,13 @@ class Timing:
     def summary(self) -> dict[str, Any]:
         fixtures: dict[str, dict[str, Any]] = {}
         programs = Counter(self.programs)
-        for recorded in [self._fixtures(), *(w["fixtures"] for w in self._workers())]:
+        workers = self._workers()
+        for recorded in [self._fixtures(), *(w["fixtures"] for w in workers)]:
             for name, f in recorded.items():
                 seen = fixtures.setdefault(name, {"scope": f["scope"], "setups": 0, "seconds": 0.0})
                 seen["setups"] += f["setups"]
                 seen["seconds"] += f["seconds"]
-        for worker in self._workers():
+        for worker in workers:
             programs.update(worker["programs"])
         fixtures = {
             name: {**f, "seconds": round(f["seconds"], 2)}
@@ -117,10 +119,11 @@ class Timing:
             part = {"fixtures": self._fixtures(), "programs": dict(self.programs)}
             OUT.with_name(f"test-times.{WORKER}.json").write_text(json.dumps(part) + "\n")
             return
-        OUT.write_text(json.dumps(self.summary(), indent=1) + "\n")
+        self.result = self.summary()  # once: the terminal summary, after this, prints it
+        OUT.write_text(json.dumps(self.result, indent=1) + "\n")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        data = self.summary()
+        data = self.result or self.summary()
         write = terminalreporter.write_line
         terminalreporter.section("where the time went")
         write(f"wall time {data['wall_seconds']:.0f} s, {len(data['tests'])} tests (all of it: {OUT})")
