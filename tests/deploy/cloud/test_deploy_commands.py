@@ -7,37 +7,30 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.deploy import REGION, Cloud
+from tests.helpers.gcloud import AUTH_STOP, gcloud, gcloud_many
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(shutil.which("gcloud") is None, reason="needs the gcloud CLI"),
 ]
-AUTH_STOP = "You do not currently have an active account selected"
-
-
-def _gcloud(args: list[str], config: Path) -> subprocess.CompletedProcess[str]:
-    """The real gcloud (not the stand-ins), with a throwaway configuration and no credentials."""
-    real = shutil.which("gcloud")
-    assert real is not None
-    env = {"CLOUDSDK_CONFIG": str(config), "PATH": "/usr/bin:/bin", "HOME": str(config)}
-    return subprocess.run(
-        [real, *args], env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
-    )
 
 
 def test_the_real_gcloud_tells_a_wrong_flag_from_a_valid_command(tmp_path: Path) -> None:
-    wrong = _gcloud(["run", "deploy", "x", "--gpuu=1"], tmp_path)
+    wrong = gcloud(["run", "deploy", "x", "--gpuu=1"], tmp_path)
     assert wrong.returncode == 2 and "unrecognized arguments" in wrong.stderr
-    valid = _gcloud(
-        ["run", "services", "describe", "x", "--project=p-123456", f"--region={REGION}"], tmp_path
-    )
+    valid = gcloud(["run", "services", "describe", "x", "--project=p-123456", f"--region={REGION}"], tmp_path)
     assert valid.returncode == 1 and AUTH_STOP in valid.stderr
+    # One gcloud process for many commands tells them apart alike, each with its own output.
+    batch = gcloud_many([wrong.args[1:], valid.args[1:], wrong.args[1:]], tmp_path)
+    assert [b.returncode for b in batch] == [2, 1, 2]
+    assert "unrecognized arguments" in batch[0].stderr and AUTH_STOP not in batch[0].stderr
+    assert AUTH_STOP in batch[1].stderr and "unrecognized" not in batch[1].stderr
+    assert "unrecognized arguments" in batch[2].stderr
 
 
 def test_every_emitted_gcloud_command_parses(cloud: Cloud, tmp_path: Path) -> None:
@@ -69,7 +62,7 @@ def test_every_emitted_gcloud_command_parses(cloud: Cloud, tmp_path: Path) -> No
     assert len(printed) == 3
     for command in printed:
         shapes[f"printed: {command}"] = shlex.split(command)[1:]
-    for name, args in sorted(shapes.items()):
-        done = _gcloud(args, tmp_path / "gcloud")
+    names = sorted(shapes)
+    for name, done in zip(names, gcloud_many([shapes[n] for n in names], tmp_path / "gcloud"), strict=True):
         assert done.returncode != 2, f"gcloud {name}: {done.stderr[-800:]}"
         assert done.returncode == 0 or AUTH_STOP in done.stderr, f"gcloud {name}: {done.stderr[-800:]}"
