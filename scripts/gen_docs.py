@@ -4,6 +4,7 @@
   that reads it (listed here and nowhere else; an inherited field appears once, under the section
   declaring it);
 - docs/deploy.md, cold start: from deploy/cloud/coldstart.py;
+- docs/cold-start-h200/l4-projection.md, a restored start on an L4: from deploy/cloud/coldstart.py;
 - docs/deploy.md, costs: from deploy/cloud/costs.py (its prices and assumptions in costs.toml);
 - terraform/README.md, inputs and outputs: from terraform/variables.tf and outputs.tf;
 - monitoring/grafana/dgemma.json, whole: the PromQL panels of monitoring/dashboards.yaml, the panels
@@ -34,6 +35,7 @@ from loadtest.settings import LoadtestSettings
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_DOC = ROOT / "docs" / "operations.md"
 DEPLOY_DOC = ROOT / "docs" / "deploy.md"
+PROJECTION_DOC = ROOT / "docs" / "cold-start-h200" / "l4-projection.md"
 TERRAFORM_README = ROOT / "terraform" / "README.md"
 DASHBOARDS = ROOT / "monitoring" / "dashboards.yaml"
 GRAFANA = ROOT / "monitoring" / "grafana" / "dgemma.json"
@@ -97,6 +99,46 @@ def coldstart() -> str:
             rows.append(f"| {mode} | {p.name} | {p.low_s:.0f}-{p.high_s:.0f} | {p.kind} | {p.how} |")
         low, high = total(mode)
         rows.append(f"| **{mode}** | **total** | **{low:.0f}-{high:.0f}** | projected | |")
+    return "\n".join(rows)
+
+
+def restored() -> str:
+    from deploy.cloud.coldstart import RESTORED_ENGINE, restored_phases, restored_total
+    from deploy.runtime.settings import WEIGHTS_MODES
+
+    rows = [
+        "The engine, any mode (from the spawn of `dgemma run` to ready, the weights in memory):",
+        "",
+        "| phase | H200, measured | factor | L4, projected | why the factor |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in RESTORED_ENGINE:
+        low, high = r.h200_s * r.low_x, r.h200_s * r.high_x
+        rows.append(
+            f"| {r.name} | {r.h200_s:.1f} | x{r.low_x:g}-{r.high_x:g} | {low:.1f}-{high:.1f} | {r.why} |"
+        )
+    h200 = sum(r.h200_s for r in RESTORED_ENGINE)
+    low, high = (
+        sum(r.h200_s * r.low_x for r in RESTORED_ENGINE),
+        sum(r.h200_s * r.high_x for r in RESTORED_ENGINE),
+    )
+    rows += [f"| **the engine** | **{h200:.1f}** | | **{low:.0f}-{high:.0f}** | |", ""]
+    rows += [
+        "Per weights mode (seconds):",
+        "",
+        "| weights mode | phase | seconds | kind | how |",
+        "| --- | --- | ---: | --- | --- |",
+    ]
+    engine = {r.name for r in RESTORED_ENGINE}
+    for mode in WEIGHTS_MODES:
+        for p in restored_phases(mode):
+            if p.name not in engine:
+                rows.append(f"| {mode} | {p.name} | {p.low_s:.0f}-{p.high_s:.0f} | {p.kind} | {p.how} |")
+        rows.append(f"| {mode} | the engine, above | {low:.0f}-{high:.0f} | projected | |")
+        total_low, total_high = restored_total(mode)
+        rows.append(
+            f"| **{mode}** | **a restored start** | **{total_low:.0f}-{total_high:.0f}** | projected | |"
+        )
     return "\n".join(rows)
 
 
@@ -324,6 +366,7 @@ def main() -> int:
     generated = {
         SETTINGS_DOC: [("settings", tables()), ("alerts", alerts_table())],
         DEPLOY_DOC: [("coldstart", coldstart()), ("costs", costs())],
+        PROJECTION_DOC: [("restored", restored())],
         TERRAFORM_README: [("terraform", terraform_tables())],
     }
     stale = []

@@ -112,3 +112,98 @@ def total(mode: WeightsMode) -> tuple[float, float]:
     """(low, high) seconds from a request to a scaled-to-zero service to its answer."""
     ps = phases(mode)
     return sum(p.low_s for p in ps), sum(p.high_s for p in ps)
+
+
+@dataclass(frozen=True)
+class RestoredPhase:
+    """A phase of a restored start (a revision's later instance: compile caches restored, bytecode
+    compiled), as measured on an H200, and the factor range taken for an L4 instance's host."""
+
+    name: str
+    h200_s: float
+    low_x: float
+    high_x: float
+    why: str
+
+
+# The steady restored start on an H200, phase by phase: docs/cold-start-h200/bytecode/phases.md,
+# run 4 (40.7 s spawn to ready; tests/deploy/cloud/test_restored_start.py holds the two together).
+# Its weights' read came from a warm page cache (~0.6 s of the loader's 5.1 s, docs/cold-start-h200/
+# arms/README.md): on a new instance the weights first arrive as the mode brings them.
+_CPU = (1.0, 1.5, "single-core Python on 8 vCPU, not the H200 host's 16 cores")
+RESTORED_ENGINE = [
+    RestoredPhase("supervisor: weights check, compile-cache restore", 1.2, *_CPU),
+    RestoredPhase("vLLM's API server: interpreter and imports", 12.2, *_CPU),
+    RestoredPhase("config, engine core started", 1.2, *_CPU),
+    RestoredPhase("engine core: device, distributed init, worker", 1.3, *_CPU),
+    RestoredPhase(
+        "weights: model init, tensors to the GPU",
+        5.1,
+        1.0,
+        2.0,
+        "per-tensor Python (35,571 tensors), then PCIe Gen4 x16 against Gen5: ~1 s more for 15.7 GB",
+    ),
+    RestoredPhase(
+        "weights: Marlin repack",
+        2.2,
+        1.0,
+        3.0,
+        "a GPU kernel per layer: the L4's 300 GB/s against the H200's 4.8 TB/s, mostly launch overhead here",
+    ),
+    RestoredPhase("torch.compile: the backbone from the AOT cache", 1.1, *_CPU),
+    RestoredPhase(
+        "profiling run, KV cache",
+        1.0,
+        1.0,
+        4.0,
+        "one dummy forward: the L4 has about an eighth of the compute",
+    ),
+    RestoredPhase(
+        "warmup_kernels (the sampler from the restored cache)",
+        3.3,
+        1.0,
+        2.0,
+        "dummy steps and the sampler's cached graph: CPU first, some GPU",
+    ),
+    RestoredPhase(
+        "CUDA graphs: PIECEWISE and FULL",
+        7.7,
+        1.0,
+        2.0,
+        "75 sizes captured: the launches are recorded on the CPU, each replayed once on the GPU",
+    ),
+    RestoredPhase("engine core after capture, API server app, uvicorn", 2.1, *_CPU),
+    RestoredPhase(
+        "the supervisor's warm-up decision",
+        1.2,
+        1.0,
+        3.0,
+        "one real decision on the GPU, Triton kernels cached",
+    ),
+    RestoredPhase("gateway up, ready", 1.1, *_CPU),
+]
+# What a new instance needs before vLLM's loader reads the weights, per mode: the container first,
+# then the weights as the mode brings them (the cold start's own phases above).
+_ARRIVAL_NAMES = {
+    "baked": ("weights from the image",),
+    "download": ("download into memory", "sha256 of every file"),
+    "gcs_fuse": ("checkpoint check", "weights through the mount"),
+}
+
+
+def restored_phases(mode: WeightsMode) -> list[StartPhase]:
+    """A restored start on an L4 in `mode`: the container, the weights' arrival, then the H200's
+    measured engine phases times their factors."""
+    arrival = [p for p in WEIGHTS[mode] if p.name in _ARRIVAL_NAMES[mode]]
+    engine = [
+        StartPhase(r.name, r.h200_s * r.low_x, r.h200_s * r.high_x, "projected",
+                   f"{r.h200_s:.1f} s on an H200 x{r.low_x:g}-{r.high_x:g}: {r.why}")
+        for r in RESTORED_ENGINE
+    ]  # fmt: skip
+    return [COMMON_START[0], *arrival, *engine]
+
+
+def restored_total(mode: WeightsMode) -> tuple[float, float]:
+    """(low, high) seconds of a restored start on an L4: a revision's instances after its first."""
+    ps = restored_phases(mode)
+    return sum(p.low_s for p in ps), sum(p.high_s for p in ps)
