@@ -48,9 +48,9 @@ class EngineSettings(KitSettings):
     """vLLM attention backend on the GPU. FlashInfer is refused: it breaks DiffusionGemma's
     per-request causal flag."""
     engine_moe_backend: str = "marlin"
-    """vLLM `--moe-backend` for the W4A16 experts. `marlin`: what vLLM picks on the L4 (sm_89) and
-    what the H200 measurement ran; on Hopper, vLLM would pick Humming instead wherever it is
-    installed (the CUDA wheel requires it), a path never measured here. `auto`: vLLM chooses."""
+    """vLLM `--moe-backend` for the W4A16 experts. `marlin`: what vLLM picks on the L4 (sm_89), pinned
+    so a Hopper GPU runs it too instead of Humming, a path never measured here. `auto`: vLLM
+    chooses."""
     engine_gpu: str = "l4"
     """GPU the fit profile sizes vLLM for (`dgemma fit --help` lists the known ones)."""
     engine_on_larger_gpu: bool = False
@@ -60,34 +60,30 @@ class EngineSettings(KitSettings):
     the budget is held by measuring the whole GPU's memory against `engine_gpu`'s."""
     engine_max_num_seqs: int = Field(SERVING["l4"].max_num_seqs, ge=1)
     """vLLM `--max-num-seqs`: reads decoded together (the batch in "batch@32"). Unset: the serving
-    profile of `engine_gpu` (32 on every GPU: on an H200, 48 gave 0.60x the decisions per second of
-    32 at 32 clients, docs/engine-sizing-h200/README.md)."""
+    profile of `engine_gpu` (32 on every GPU; docs/deploy.md, serving profiles)."""
     engine_max_num_batched_tokens: int = Field(SERVING["l4"].max_num_batched_tokens, ge=256)
     """vLLM `--max-num-batched-tokens`: prompt and canvas tokens one engine step may take. Unset: the
     serving profile of `engine_gpu` (4096 on every GPU)."""
     engine_async_scheduling: bool = False
-    """vLLM `--async-scheduling` / `--no-async-scheduling` (GPU; vLLM's own default is on). Off: with
-    `engine_max_cudagraph_capture_size` 2048, 1.4-1.7x the decisions per second of vLLM's defaults at
-    8-64 clients on an H200 (docs/engine-arms-h200/README.md), each step seeing the slots the last one
-    freed; off alone was slower (its fuller steps ran eager)."""
+    """vLLM `--async-scheduling` / `--no-async-scheduling` (GPU; vLLM's own default is on). Off, with
+    the 2048-token graph cap: each step sees the slots the last one freed (measured: docs/deploy.md,
+    engine settings)."""
     engine_max_cudagraph_capture_size: int = Field(2048, ge=0)
     """vLLM `--max-cudagraph-capture-size` (GPU): the largest step, in tokens, that runs as a CUDA
     graph; larger steps run eager, kernel by kernel from Python. Unset: seqs x 2 x canvas, at most
-    the batched tokens and 4096 (an 8192-token graph crashed at capture on an H200). 2048 at 32 seqs
-    holds a full step of 32 reads (32 x 33 canvas tokens plus new prompt tokens), for 0.6 GiB more
-    graph memory than vLLM's 512 and ~10 s more capture at each start (measured on an H200). 0:
-    vLLM's own default (512 here)."""
+    the batched tokens and 4096. 2048 at 32 seqs holds a full step of 32 reads (32 x 33 canvas
+    tokens plus new prompt tokens; measured: docs/deploy.md, engine settings). 0: vLLM's own
+    default (512 here)."""
     engine_cudagraph_sizes: str = "canvas"
-    """Which step sizes vLLM captures as CUDA graphs (GPU), each ~0.1 s of every start: `canvas`, the
+    """Which step sizes vLLM captures as CUDA graphs (GPU), each a share of every start: `canvas`, the
     sizes this profile's steps take, from its seqs, canvas and `engine_max_cudagraph_capture_size`
     (deploy/runtime/serving.py, `canvas_capture_sizes`: 75 at 32 seqs, canvas 32, 2048); `vllm`,
-    vLLM's own list up to that cap (147 sizes); or the sizes, comma-separated. canvas against vllm on
-    an H200, both forked: PIECEWISE capture 9.1-10.4 s against 17.8-20.2, graphs 0.70 GiB against
-    1.07, the gate's p50 and batch@32 no worse (docs/cold-start-h200/arms)."""
+    vLLM's own list up to that cap (147 sizes); or the sizes, comma-separated (measured:
+    docs/deploy.md, engine settings)."""
     engine_multiproc_method: Literal["spawn", "fork"] = "fork"
     """How vLLM starts its engine core process (GPU; `VLLM_WORKER_MULTIPROC_METHOD`). spawn, vLLM's
-    CLI default, imports vLLM, torch and Inductor a second time in the new process (19-21 s of a
-    restored start on an H200); fork inherits the API server's (1.5-2.0 s; docs/cold-start-h200/arms)."""
+    CLI default, imports vLLM, torch and Inductor a second time in the new process; fork inherits
+    the API server's (measured: docs/deploy.md, engine settings)."""
     engine_load_format: Literal["auto", "fastsafetensors", "instanttensor"] = "auto"
     """vLLM `--load-format` (GPU): how the checkpoint's safetensors are read."""
     engine_canvas: int = Field(32, ge=16)
@@ -100,10 +96,9 @@ class EngineSettings(KitSettings):
     """vLLM engines on the one GPU (GPU mode), started one after the other on ports `engine_port`,
     `engine_port` + 1, ..., each sized by the fit for its 1/N of the memory share; the gateway sends
     each call to the engine with the fewest in flight. Unset: the serving profile of `engine_gpu` in
-    GPU mode (2 on an H200, 1 elsewhere). One engine's step loop, not the GPU, is its limit: on an
-    H200 two engines through `dgemma run` made the GPU ~91 % busy against ~55 % and gave 1.20-1.38x
-    the decisions per second of one at 32-128 clients (docs/engine-sizing-h200/README.md run 4).
-    The fit refuses a count whose share cannot hold the model (on an L4, more than one)."""
+    GPU mode (2 on an H200, 1 elsewhere): one engine's step loop, not the GPU, is its limit
+    (docs/deploy.md, serving profiles). The fit refuses a count whose share cannot hold the model
+    (on an L4, more than one)."""
     engine_max_model_len: int = Field(4096, ge=256)
     """vLLM `--max-model-len` on CPU: prompt + thought block + 16-token canvas must fit (on the GPU
     the fit profile sets it)."""
@@ -204,8 +199,8 @@ class SupervisorSettings(EngineSettings):
     engine_warmup: bool = True
     """GPU engine: one decision asked of the engine once it is healthy, before the gateway starts
     (and before the compile caches are saved): the Triton kernels vLLM compiles at the first
-    decision (16.6 s on an H200) are then compiled before `/readyz`, not on a user's request, and
-    are in the saved cache. A failed warm-up is logged, never fatal."""
+    decision are then compiled before `/readyz`, not on a user's request, and are in the saved
+    cache (measured: docs/deploy.md, engine settings). A failed warm-up is logged, never fatal."""
     engine_startup_timeout_s: float = Field(300.0, gt=0)
     """How long the supervisor waits for the engine's /health before giving up."""
     shutdown_grace_s: float = Field(10.0, gt=0)

@@ -1,11 +1,10 @@
-"""`Policy.decide` as steps: each step alone on a verdict (a table), and the whole against the
-function it replaced (the oracle below, kept verbatim) on many generated answers, alerts and
-policies: the same pages, reasons and audit records."""
+"""`Policy.decide` as steps: each step alone on a verdict (a table), and the whole on many generated
+answers, alerts and policies: every page keeps what each step promises, in its fields, its reason
+and its audit record."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 from dataclasses import replace
 from typing import Any
@@ -28,7 +27,7 @@ from app.alerts.policy import (
     severity_floor,
     unsure_team,
 )
-from app.alerts.records import Action, Alert, Page
+from app.alerts.records import Alert, Page
 from app.alerts.rules import at_least
 from app.alerts.settings import DEFAULT_POLICY
 from app.alerts.store import MemoryStore
@@ -190,7 +189,7 @@ def test_the_steps_run_in_this_order() -> None:
     assert (rule_team, rule_action, severity_floor, route_drop, unsure_team) == STEPS
 
 
-# -- the whole, against the function it replaced ------------------------------------------------
+# -- the whole, on generated cases -------------------------------------------------------------
 
 TITLES = ["DiskFull", "Watchdog", "FlappyCritical", "ConnectionsHigh", "Latency"]
 LABELS: dict[str, list[str | None]] = {
@@ -239,50 +238,77 @@ def _response(rng: random.Random, policy: Policy) -> SystemOneResponse:
     })  # fmt: skip
 
 
-def _old_audit(page: Page, would: Page | None, label: str) -> dict[str, Any]:
-    """The audit record as it was read from the answers' JSON (the oracle's side)."""
-    answers = (would or page).answers
-    team = str(answers["team"]["choice"]) if answers else None
-    record = AuditRecord.of(page, event="decision", mode="shadow" if would else "act", would=would,
-                            source_label=label)  # fmt: skip
-    return record.model_dump(exclude={"at"}) | {
-        "p_page": float(answers["page"]["noul"]) if answers else None,
-        "team": team,
-        "p_team": float(answers["team"]["probabilities"][team]) if answers and team else None,
-    }
-
-
-def _audit(page: Page, would: Page | None, label: str) -> dict[str, Any]:
-    record = AuditRecord.of(page, event="decision", mode="shadow" if would else "act", would=would,
-                            source_label=label)  # fmt: skip
-    return record.model_dump(exclude={"at"})
+def _read(answers: dict[str, Any]) -> tuple[float, str, float]:
+    """p(page), the team and its probability, read from the answers' JSON as a sink shows them."""
+    team = str(answers["team"]["choice"])
+    return float(answers["page"]["noul"]), team, float(answers["team"]["probabilities"][team])
 
 
 @pytest.mark.parametrize("variant", ["default", "ruled", "other"])
-def test_the_steps_decide_as_the_function_they_replaced(policies: dict[str, Policy], variant: str) -> None:
+def test_the_whole_keeps_what_each_step_promises(policies: dict[str, Policy], variant: str) -> None:
+    """On many generated alerts, answers and policies (half of them on a threshold's edge): the model's
+    verdict (tested alone above) goes through the rule's team and action, the sender's floor, the
+    route's drop switch and the team's confidence, each as its own test says, and the page, its
+    reason and its audit record say so."""
     policy, rng = policies[variant], random.Random(f"issue-35-{variant}")
-    label = policy.spec.floor.label
+    spec, label = policy.spec, policy.spec.floor.label
     for n in range(800):
         alert, response = _random_alert(rng), _response(rng, policy)
-        # What the old client gave the old decide: the answers dumped back to JSON, and the names calibrated.
-        answers = response.model_dump(mode="json")["answers"]
-        calibrated = frozenset(name for name, d in response.diagnostics.items() if d.calibrated)
-        old = old_decide(policy, alert, answers, calibrated=calibrated)
-        new = policy.decide(alert, RouterAnswers.of(response))
+        answers = RouterAnswers.of(response)
+        rule = policy.rule_for(alert)
+        model = model_verdict(Case(policy, alert, rule, answers))
+        page = policy.decide(alert, answers)
         where = f"case {n}: {alert.title} {alert.labels} {answers}"
-        assert new == old, where  # every field but the reading of the answers, the reason included
-        assert new.router_answers is not None and new.router_answers.wire == answers, where
-        assert _audit(new, None, label) == _old_audit(old, None, label), where
+        assert page.classified and page.router_answers == answers, where
+        assert page.reason.startswith(model.reasons[0]), where  # the model's verdict first, then the steps
+        # The team: the rule's, else the model's; the fallback route when the model is unsure and the
+        # alert is not dropped.
+        team_route = spec.teams[rule.team].route if rule and rule.team else model.route
+        unsure = (rule is None or rule.team is None) and answers.p_team < spec.thresholds.team_confidence
+        if rule and rule.team:
+            assert f"rule {rule.name}: team {rule.team}" in page.reason, where
+        # The action: the rule's, else the model's raised to the sender's floor, a drop a ticket where
+        # the route keeps everything.
+        floor = spec.floor.of(alert)
+        if rule and rule.action:
+            assert page.action == rule.action and page.rules[0] == rule.name, where
+            assert "floor" not in page.rules, where
+        else:
+            raised = model.action if floor is None else at_least(model.action, floor[0])
+            kept = raised == "drop" and not spec.routes[team_route].drop
+            assert page.action == ("ticket" if kept else raised), where
+            assert ("floor" in page.rules) == (raised != model.action), where
+            assert (f"route {team_route} does not drop: a ticket" in page.reason) == kept, where
+        expected_route = spec.fallback_route if unsure and page.action != "drop" else team_route
+        assert page.route == expected_route, where
+        assert ("the fallback route" in page.reason) == (page.route != team_route), where
+        # Low confidence: the uncertain band, unless a rule or the floor changed the action; or the team.
+        band = model.low_confidence and page.action == model.action and "floor" not in page.rules
+        overruled = rule is not None and rule.action is not None and rule.action != model.action
+        assert page.low_confidence == ((band and not overruled) or page.route != team_route), where
+        # The level: the model's, raised to the sender's where the floor acted.
+        source = policy.source_level(alert)
+        levels = spec.severity.levels
+        if "floor" in page.rules and source is not None and levels.index(source) > levels.index(model.level):
+            assert page.severity == source, where
+        else:
+            assert page.severity == model.level, where
+        assert page.calibrated == ("page" in answers.calibrated), where
+        # The audit record reads the same figures a sink shows from the answers' JSON.
+        wire = response.model_dump(mode="json")["answers"]
+        assert answers.wire == wire, where
+        record = AuditRecord.of(page, event="decision", mode="act", would=None, source_label=label)
+        assert (record.p_page, record.team, record.p_team) == _read(wire), where
         sent = policy.as_sent(alert)
-        assert _audit(sent, new, label) == _old_audit(sent, old, label), where
-        # Unasked: a rule that never classifies decides alone, or both refuse.
-        try:
-            alone = old_decide(policy, alert, None)
-        except ValueError as e:
-            with pytest.raises(ValueError, match=str(e)):
+        shadow = AuditRecord.of(sent, event="decision", mode="shadow", would=page, source_label=label)
+        assert (shadow.p_page, shadow.team, shadow.p_team) == _read(wire), where
+        # Unasked: only a rule that never classifies decides, alone and as it says.
+        if rule is None or rule.classify or rule.action is None:
+            with pytest.raises(ValueError, match="no rule decides without the model"):
                 policy.decide(alert, None)
         else:
-            assert policy.decide(alert, None) == alone, where
+            alone = policy.decide(alert, None)
+            assert (alone.action, alone.classified, alone.rules) == (rule.action, False, (rule.name,)), where
 
 
 async def test_the_ledger_keeps_a_page_as_it_did(policies: dict[str, Policy]) -> None:
@@ -300,103 +326,3 @@ async def test_the_ledger_keeps_a_page_as_it_did(policies: dict[str, Policy]) ->
     again = await Ledger(store).episode(page.alert)
     await again.load()
     assert await again.page() == page  # equal: the reading is not compared
-
-
-# -- the oracle: `Policy.decide` as it was before issue 35, item 5 ------------------------------
-# Verbatim from `git show d96c98d:app/alerts/policy.py` (lines 211-303), dedented into a function of
-# the policy. Do not edit: it is what the steps are checked against.
-
-
-def old_decide(
-    self: Policy,
-    alert: Alert,
-    answers: dict[str, Any] | None,
-    *,
-    calibrated: frozenset[str] = frozenset(),
-) -> Page:
-    """The action, route and severity for an alert: the model's answers through the thresholds
-    and the uncertain band, then the alert's rule (its action and team replace the model's), the
-    severity floor (unless the rule set the action) and the routes' drop switch. `answers` None:
-    a rule that never classifies decides alone. `calibrated`: the questions whose probabilities
-    the gateway scaled by its calibration file; the reason says which thresholds met them."""
-    rule = self.rule_for(alert)
-    if answers is None:
-        if rule is None or rule.classify or rule.action is None:
-            raise ValueError(f"{alert.key}: no answers, and no rule decides without the model")
-        route = self.spec.teams[rule.team].route if rule.team else self.fallback_route
-        return Page(
-            alert=alert,
-            action=rule.action,
-            route=route,
-            severity=self.source_level(alert) or ("error" if rule.action == "page" else "warning"),
-            classified=False,
-            reason=f"rule {rule.name}: {rule.action}, not classified",
-            rules=(rule.name,),
-        )
-    t = self.spec.thresholds
-    levels = self.spec.severity.levels
-    p_page = float(answers["page"]["noul"])
-    team = str(answers["team"]["choice"])
-    p_team = float(answers["team"]["probabilities"][team])
-    # Half up (round() would take 2.5 to 2): the expected level, nearest first.
-    nearest = math.floor(float(answers["severity"]["score"]) + 0.5)
-    level = levels[min(len(levels) - 1, max(0, nearest))]
-    severe = levels.index(level) >= levels.index(t.page_severity)
-    action: Action
-    low_confidence = False
-    if p_page >= t.page or severe:
-        action, reason = (
-            "page",
-            f"p(page) {p_page:.2f} >= {t.page}" if p_page >= t.page else f"severity {level}",
-        )
-    elif p_page >= t.uncertain:
-        action, low_confidence = "page", True
-        reason = f"p(page) {p_page:.2f} in the uncertain band [{t.uncertain}, {t.page})"
-    elif p_page >= t.ticket:
-        action, reason = "ticket", f"p(page) {p_page:.2f} in [{t.ticket}, {t.uncertain})"
-    else:
-        action, reason = "drop", f"p(page) {p_page:.2f} < {t.ticket}"
-    if "page" in calibrated:
-        reason += " (calibrated)"
-    acted: list[str] = []
-    route = self.spec.teams[team].route
-    if rule is not None and rule.team is not None:
-        route = self.spec.teams[rule.team].route
-        reason += f"; rule {rule.name}: team {rule.team}"
-    if rule is not None and rule.action is not None:
-        if rule.action != action:
-            reason += f"; rule {rule.name}: {rule.action}"
-            low_confidence = False
-        action = rule.action
-    else:
-        floor = self.spec.floor.of(alert)
-        if floor is not None and at_least(action, floor[0]) != action:
-            action, low_confidence = floor[0], False
-            reason += f"; the sender's {self.spec.floor.label} {floor[1]}: at least {floor[0]}"
-            acted.append("floor")
-            source = self.source_level(alert)  # the page says what its sender said, at least
-            if source is not None and levels.index(source) > levels.index(level):
-                level = source
-        if action == "drop" and not self.spec.routes[route].drop:  # the owner's route decides
-            action = "ticket"
-            reason += f"; route {route} does not drop: a ticket"
-    unsure_team = rule is None or rule.team is None
-    if unsure_team and p_team < t.team_confidence and action != "drop":
-        route, low_confidence = self.fallback_route, True
-        reason += f"; team {team} only {p_team:.2f} < {t.team_confidence}: the fallback route"
-        if "team" in calibrated:
-            reason += " (calibrated)"
-    if rule is not None:
-        acted.insert(0, rule.name)
-    return Page(
-        alert=alert,
-        action=action,
-        route=route,
-        severity=level,
-        classified=True,
-        low_confidence=low_confidence,
-        answers=answers,
-        reason=reason,
-        calibrated="page" in calibrated,
-        rules=tuple(acted),
-    )

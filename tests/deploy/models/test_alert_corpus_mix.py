@@ -1,6 +1,7 @@
 """A sweep's mix (train_toy.py --mix, alert_corpus.configure): entries of alert_corpus/data/weights.toml
 laid over the file's for every draw that follows, refused when they name nothing, and gone again
-when configured away (the default draws are the oracle's, tests/deploy/models/test_alert_corpus_oracle.py)."""
+when configured away (the default draws depend on their seeds alone:
+tests/deploy/models/test_alert_corpus_draws.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""Draws of deploy/models/scripts/alert_corpus, reduced to hashes: the proof that a refactoring of the
-generator is behaviour-neutral (tests/deploy/models/test_alert_corpus_oracle.py compares them with the
-recording in tests/data/alert_corpus_oracle.json).
+"""Draws of deploy/models/scripts/alert_corpus, reduced to hashes: every stream and table the training
+scripts read, so two processes' draws can be compared (tests/deploy/models/test_alert_corpus_draws.py).
 
-    PYTHONPATH=. .venv/bin/python -m tests.helpers.corpus_oracle   # re-record (only on purpose)
+    PYTHONPATH=. .venv/bin/python -m tests.helpers.corpus_draws   # this process's draws, as JSON
 """
 
 from __future__ import annotations
@@ -10,11 +9,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-RECORDING = Path(__file__).resolve().parents[1] / "data" / "alert_corpus_oracle.json"
 SPLITS = ("train", "dev", "test")
 SOURCES = (None, "alertmanager", "grafana", "cloud-monitoring")
 FULL = 2  # draws kept whole at the head of each stream, to read a difference
@@ -85,7 +82,4 @@ def record(corpus: ModuleType) -> dict[str, Any]:
 if __name__ == "__main__":
     from deploy.devstack.stack import script_module
 
-    RECORDING.write_text(
-        json.dumps(record(script_module("alert_corpus")), ensure_ascii=False, indent=0) + "\n"
-    )
-    print(f"{RECORDING}: {RECORDING.stat().st_size} bytes")
+    print(json.dumps(record(script_module("alert_corpus")), ensure_ascii=False))
