@@ -231,6 +231,7 @@ def test_ctrl_c_during_the_gate_says_where_it_stopped_and_the_next_run_goes_on(c
     import signal
     import subprocess
     import sys
+    import threading
     import time
 
     from tests.helpers.deploy import FAST_GATE, REGION
@@ -244,16 +245,28 @@ def test_ctrl_c_during_the_gate_says_where_it_stopped_and_the_next_run_goes_on(c
     proc = subprocess.Popen(
         argv, cwd=cloud.work.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        if any(
-            "candidate_revision" in a and a["candidate_revision"] for a in cloud.state.get("applied", [])[-1:]
-        ):
-            break  # the candidate is applied: the deploy is waiting for it, or gating it
-        time.sleep(0.2)
-    time.sleep(1.0)
+    lines: dict[str, list[str]] = {"out": [], "err": []}
+    gating = threading.Event()
+
+    def read(name: str) -> None:
+        stream = proc.stdout if name == "out" else proc.stderr
+        assert stream is not None
+        for line in stream:
+            lines[name].append(line)
+            if "smoke decision valid" in line:  # the candidate is ready: the next step is the gate
+                gating.set()
+
+    readers = [threading.Thread(target=read, args=(name,), daemon=True) for name in lines]
+    for reader in readers:
+        reader.start()
+    # On the deploy's own word, not after a pause: a loaded machine may take any time to get there.
+    assert gating.wait(timeout=240) and proc.poll() is None, "".join(lines["out"])[-2000:]
+    time.sleep(0.5)  # inside the gate's Locust run (its windows take 6 s)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    proc.wait(timeout=120)
+    for reader in readers:
+        reader.join(timeout=30)
+    out, err = "".join(lines["out"]), "".join(lines["err"])
     assert proc.returncode == 130, out[-2000:] + err[-2000:]
     said = " ".join(out.split())
     assert "interrupted during:" in said and "Run the same command again to go on" in said
