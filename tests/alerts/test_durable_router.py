@@ -18,11 +18,11 @@ import pytest
 
 from app.core.polling import wait_until
 from deploy.runtime.weights import client_from_env
-from devtools.alertmanager import alertmanager
-from devtools.alertrig import POLICY, Proxy, Receiver, RouterProcess, router, write_policy
-from devtools.gcs import fake_gcs
-from devtools.metadata import Reply, Seen, serving
-from devtools.stack import gateway, instant_engine
+from devtools.harness.alertmanager import alertmanager
+from devtools.harness.alertrig import POLICY, Proxy, Receiver, RouterProcess, router, write_policy
+from devtools.harness.gcs import fake_gcs
+from devtools.harness.metadata import Reply, Seen, serving
+from devtools.harness.stack import gateway, instant_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("alertmanager_installed")]
 

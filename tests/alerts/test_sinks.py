@@ -22,7 +22,7 @@ from app.alerts.sinks.documents import dedup_key, page_document
 from app.alerts.sinks.pagerduty import PagerDutySink
 from app.core.config import ConfigError
 from app.core.retry import retry_after_s
-from devtools.metadata import RecordingServer, Reply, Seen, json_reply, serving
+from devtools.harness.metadata import RecordingServer, Reply, Seen, json_reply, serving
 from tests.helpers.alerts import ACCEPTED, Receiver
 
 pytestmark = pytest.mark.inprocess

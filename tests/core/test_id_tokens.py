@@ -18,7 +18,7 @@ import pytest
 from app.core.identity import IdentityError, IdTokens, NoIdTokenCredentials, audience_of, google_auth_mint
 from deploy import cli
 from deploy.cloud.id_tokens import GCLOUD_ARGS, gcloud_mint, id_tokens
-from devtools.metadata import (
+from devtools.harness.metadata import (
     FakeMetadata,
     Reply,
     Seen,

@@ -95,8 +95,8 @@ def test_engine_counters_sum_label_sets_and_skip_created() -> None:
 def test_the_engines_on_one_gpu_are_read_together() -> None:
     """Two engines' /metrics, served over HTTP: counters and queues add up, the KV's use is the
     fuller engine's (each has its own cache)."""
-    from devtools.instant_engine import metrics
-    from devtools.metadata import serving
+    from devtools.harness.instant_engine import metrics
+    from devtools.harness.metadata import serving
 
     def engine(questions: int, running: int):  # type: ignore[no-untyped-def]
         body = metrics(questions, running).encode()
