@@ -35,7 +35,7 @@ from app.alerts.formats import parse
 from app.alerts.policy import Policy
 from app.core.polling import wait_until
 from devtools.harness.alertrig import Proxy, Receiver, router_process, write_policy
-from devtools.harness.metadata import serving
+from devtools.harness.loopback import serve
 from devtools.harness.stack import ROOT, local_stack
 from loadtest.overhead import percentile
 
@@ -81,10 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         with console.status("starting the local stack (about 45 s)"):
             stack = cleanup.enter_context(local_stack(ROOT / ".cache" / "bench-engine.log", model="random"))
         pd, audit = Receiver(), Receiver(ok=200)
-        pd_server = cleanup.enter_context(serving(pd.answer))
-        audit_server = cleanup.enter_context(serving(audit.answer))
+        pd_server = cleanup.enter_context(serve(pd.answer))
+        audit_server = cleanup.enter_context(serve(audit.answer))
         proxy = Proxy(stack.url)
-        proxy_url = cleanup.enter_context(serving(proxy.answer)).url
+        proxy_url = cleanup.enter_context(serve(proxy.answer)).url
         policy_file = write_policy(root, pd_server.url, audit_server.url)
         router = cleanup.enter_context(
             router_process(

@@ -38,7 +38,7 @@ from devtools.bench.alerts import delivery as new_alert
 from devtools.bench.ledger_outage import SLOW_S, Burst, State, outage_rig
 from devtools.harness.alertrig import POLICY, Receiver, router, write_policy
 from devtools.harness.gcs import fake_gcs
-from devtools.harness.metadata import serving
+from devtools.harness.loopback import serve
 from devtools.harness.stack import ROOT, gateway, instant_engine
 from loadtest.overhead import percentile
 
@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                 gateway(engine.url, root / "gateway.log", env={"DGEMMA_ALLOW_ANY_KEY": "true"})
             )
             pd, hook = Receiver(), Receiver(ok=200)
-            pd_url = cleanup.enter_context(serving(pd.answer)).url
-            hook_url = cleanup.enter_context(serving(hook.answer)).url
+            pd_url = cleanup.enter_context(serve(pd.answer)).url
+            hook_url = cleanup.enter_context(serve(hook.answer)).url
             policy = write_policy(root, pd_url, hook_url, POLICY)
             common = {
                 "DGEMMA_ALERTS_ALLOW_OPEN_SENDERS": "true",

@@ -29,7 +29,7 @@ from devtools.bench.alerts import delivery, key_of
 from devtools.harness.alertrig import POLICY, Proxy, Receiver, router, write_policy
 from devtools.harness.faultproxy import FaultProxy, fault_proxy
 from devtools.harness.gcs import FakeGcs, fake_gcs_server
-from devtools.harness.metadata import serving
+from devtools.harness.loopback import serve
 from loadtest.overhead import percentile
 
 State = Literal["healthy", "stopped", "hanging", "slow", "returns"]
@@ -195,10 +195,10 @@ def outage_rig(root: Path, routers: int = 2, **env: str) -> Iterator[OutageRig]:
         proxy = stack.enter_context(fault_proxy(gcs.port))
         httpx.post(f"{gcs.url}/storage/v1/b?project=local", json={"name": "ledger"}, timeout=10)
         pd, hook = Receiver(), Receiver(ok=200)
-        pd_url = stack.enter_context(serving(pd.answer)).url
-        hook_url = stack.enter_context(serving(hook.answer)).url
+        pd_url = stack.enter_context(serve(pd.answer)).url
+        hook_url = stack.enter_context(serve(hook.answer)).url
         service = Proxy("http://127.0.0.1:9", down=True)  # never forwarded to: it is down
-        gateway_url = stack.enter_context(serving(service.answer)).url
+        gateway_url = stack.enter_context(serve(service.answer)).url
         policy = write_policy(root / "policy", pd_url, hook_url, POLICY)
         common = {
             "DGEMMA_ALERTS_ALLOW_OPEN_SENDERS": "true",

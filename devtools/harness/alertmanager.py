@@ -26,8 +26,8 @@ from typing import Any
 
 import httpx
 
-from app.core.net import free_port
-from app.core.polling import wait_http_ok, wait_until
+from app.core.polling import wait_until
+from devtools.harness.loopback import start_until_ready
 from devtools.harness.stack import ROOT
 
 BINARY = "prometheus-alertmanager"
@@ -180,9 +180,8 @@ def ensure_installed(binary: str = BINARY, package: str = "prometheus-alertmanag
 
 
 def _start(
-    binary: str, config_path: Path, storage: Path, log_path: Path, log_level: str
-) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
+    binary: str, config_path: Path, storage: Path, log_path: Path, log_level: str, port: int
+) -> subprocess.Popen[bytes]:
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
             [binary, f"--config.file={config_path}", f"--storage.path={storage}",
@@ -192,11 +191,7 @@ def _start(
             stdout=log,
             stderr=subprocess.STDOUT,
         )  # fmt: skip
-    return proc, f"http://127.0.0.1:{port}"
-
-
-def _ready(proc: subprocess.Popen[bytes], url: str, timeout_s: float) -> bool:
-    return wait_http_ok(f"{url}/-/ready", timeout_s, interval_s=0.1, abort=lambda: proc.poll() is not None)
+    return proc
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -236,21 +231,14 @@ def alertmanager(
         raise ValueError("settings is a whole config: give it without receiver_url or config's options")
     config_path.write_text(json.dumps(settings, indent=2))
     storage.mkdir(exist_ok=True)
-    for _ in range(3):  # free_port() can lose its port to another process before Alertmanager binds it
-        start = len(log_path.read_bytes()) if log_path.exists() else 0
-        proc, url = _start(binary, config_path, storage, log_path, log_level)
-        try:
-            if _ready(proc, url, timeout_s):
-                break
-            tail = log_path.read_bytes()[start:].decode(errors="replace")[-4000:]
-        except BaseException:
-            _stop(proc)
-            raise
-        _stop(proc)
-        if "address already in use" not in tail:
-            raise RuntimeError(f"Alertmanager did not start; its log:\n{tail}")
-    else:
-        raise RuntimeError(f"Alertmanager found no free port; its log:\n{tail}")
+    proc, url = start_until_ready(
+        lambda port: _start(binary, config_path, storage, log_path, log_level, port),
+        _stop,
+        log_path,
+        ready_path="/-/ready",
+        timeout_s=timeout_s,
+        name="Alertmanager",
+    )
     try:
         yield Alertmanager(url=url, proc=proc, log_path=log_path, config_path=config_path)
     finally:

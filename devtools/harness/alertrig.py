@@ -2,7 +2,7 @@
 (`dgemma alerts serve`), loopback receivers standing in for PagerDuty's Events API and a webhook,
 and a proxy in front of the gateway that can play a starting, failed or slow decision service.
 
-The receivers and the proxy are `devtools.harness.metadata.serving` servers: real HTTP on loopback.
+The receivers and the proxy are `devtools.harness.loopback.serve` servers: real HTTP on loopback.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import httpx
 
 from app.core.net import free_port
 from app.core.polling import wait_http_ok
-from devtools.harness.metadata import Reply, Seen, json_reply
+from devtools.harness.loopback import Reply, Seen, json_reply
 from devtools.harness.stack import ROOT, stop
 
 ROUTING_KEY = "R0UTINGKEY0123456789012345678901"

@@ -7,8 +7,8 @@
   a child process).
 - `fake_token_endpoint()`: the OAuth token endpoint a service-account key file names in `token_uri`;
   it checks the key's signature on the JWT grant and answers with an ID token.
-- `serving(answer)`: the recording HTTP server both are made of, for other stand-ins (a receiver
-  that records the headers a client sends).
+
+Both are `devtools.harness.loopback.serve` servers (recording HTTP servers on loopback).
 
 ID tokens minted here are well-formed JWTs (`RS256` header; `aud`, `exp`, `iat`, `email`, `sub`) with
 a signature nothing can verify: google-auth reads their `exp` without checking it. Both servers
@@ -21,14 +21,14 @@ import base64
 import hashlib
 import itertools
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
+
+from devtools.harness.loopback import Recorder, Reply, Seen, json_reply, serve
 
 DEFAULT_EMAIL = "router@dgemma-test.iam.gserviceaccount.com"
 GOOGLE_TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token"  # the `aud` google-auth's grants carry
@@ -72,109 +72,6 @@ def id_token(audience: str, email: str = DEFAULT_EMAIL, lifetime_s: float = 3600
     )
 
 
-@dataclass(frozen=True)
-class Seen:
-    """One request a fake server answered."""
-
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]  # names lower-cased
-    body: bytes
-
-
-class _Recorder:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._seen: list[Seen] = []
-
-    def add(self, seen: Seen) -> None:
-        with self._lock:
-            self._seen.append(seen)
-
-    @property
-    def requests(self) -> list[Seen]:
-        with self._lock:
-            return list(self._seen)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Reads the request, records it, and asks the server's `answer` for the reply."""
-
-    server: RecordingServer
-
-    def _handle(self) -> None:
-        split = urlsplit(self.path)
-        length = int(self.headers.get("content-length") or 0)
-        seen = Seen(
-            method=self.command,
-            path=split.path,
-            query=parse_qs(split.query),
-            headers={k.lower(): v for k, v in self.headers.items()},
-            body=self.rfile.read(length) if length else b"",
-        )
-        self.server.recorder.add(seen)
-        status, headers, body = self.server.answer(seen)
-        try:
-            self.send_response(status)
-            for name, value in {**headers, "content-length": str(len(body))}.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client hung up (Locust stopping its users at the end of a phase)
-
-    do_GET = do_POST = _handle
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-Reply = tuple[int, dict[str, str], bytes]  # status, headers, body
-Answer = Callable[[Seen], Reply]
-
-
-class RecordingServer(ThreadingHTTPServer):
-    """A threaded HTTP server on a free loopback port: `answer` replies, `requests` is what came."""
-
-    daemon_threads = True
-    request_queue_size = 128  # a Locust swarm connects at once; the default backlog of 5 drops SYNs
-
-    def __init__(self, answer: Answer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.recorder = _Recorder()
-        self.answer = answer
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    @property
-    def requests(self) -> list[Seen]:
-        return self.recorder.requests
-
-
-@contextmanager
-def serving(answer: Answer) -> Iterator[RecordingServer]:
-    """A recording server answering with `answer(request)` (called on the server's threads)."""
-    server = RecordingServer(answer)
-    # A short poll interval: shutdown() waits for it, once per test.
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="recording-server", daemon=True
-    )
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-def json_reply(status: int, data: Any, headers: dict[str, str] | None = None) -> Reply:
-    return status, {"content-type": "application/json", **(headers or {})}, json.dumps(data).encode()
-
-
 @dataclass
 class FakeMetadata:
     """The metadata server: `host` is `127.0.0.1:PORT` (for GCE_METADATA_HOST / GCE_METADATA_IP)."""
@@ -184,7 +81,7 @@ class FakeMetadata:
     google: bool = True  # False: something answers, but it is not Google's metadata server
     port: int = 0
     minted: list[str] = field(default_factory=list)  # every ID token handed out, in order
-    _recorder: _Recorder = field(default_factory=_Recorder)
+    _recorder: Recorder = field(default_factory=Recorder)
 
     @property
     def host(self) -> str:
@@ -229,7 +126,7 @@ def fake_metadata(
 ) -> Iterator[FakeMetadata]:
     """A fake metadata server on a free loopback port, for the duration of the block."""
     fake = FakeMetadata(email=email, lifetime_s=lifetime_s, google=google)
-    with serving(fake.answer) as server:
+    with serve(fake.answer) as server:
         fake._recorder = server.recorder
         fake.port = server.server_address[1]
         yield fake
@@ -244,7 +141,7 @@ class FakeTokenEndpoint:
     minted: list[str] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)  # why grants were refused
     _public_keys: dict[str, bytes] = field(default_factory=dict)  # private_key_id -> PEM
-    _recorder: _Recorder = field(default_factory=_Recorder)
+    _recorder: Recorder = field(default_factory=Recorder)
 
     @property
     def requests(self) -> list[Seen]:
@@ -300,7 +197,7 @@ class FakeTokenEndpoint:
 def fake_token_endpoint(*, lifetime_s: float = 3600) -> Iterator[FakeTokenEndpoint]:
     """A fake OAuth token endpoint on a free loopback port, for the duration of the block."""
     fake = FakeTokenEndpoint(lifetime_s=lifetime_s)
-    with serving(fake.answer) as server:
+    with serve(fake.answer) as server:
         fake._recorder = server.recorder
         fake.url = f"http://127.0.0.1:{server.server_address[1]}/token"
         yield fake

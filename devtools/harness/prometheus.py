@@ -27,9 +27,8 @@ from typing import Any
 import httpx
 import yaml
 
-from app.core.net import free_port
-from app.core.polling import wait_http_ok
 from devtools.harness.alertmanager import ensure_installed as install_debian_binary
+from devtools.harness.loopback import start_until_ready
 from devtools.harness.stack import ROOT, stop
 
 BINARY = "prometheus"
@@ -222,9 +221,8 @@ def ensure_installed() -> str:
 
 
 def _start(
-    binary: str, config_path: Path, storage: Path, log_path: Path, resend_delay_s: float
-) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
+    binary: str, config_path: Path, storage: Path, log_path: Path, resend_delay_s: float, port: int
+) -> subprocess.Popen[bytes]:
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
             [binary, f"--config.file={config_path}", f"--storage.tsdb.path={storage}",
@@ -235,11 +233,7 @@ def _start(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # devtools.harness.stack.stop kills its group if it hangs
         )  # fmt: skip
-    return proc, f"http://127.0.0.1:{port}"
-
-
-def _ready(proc: subprocess.Popen[bytes], url: str, timeout_s: float) -> bool:
-    return wait_http_ok(f"{url}/-/ready", timeout_s, interval_s=0.1, abort=lambda: proc.poll() is not None)
+    return proc
 
 
 @contextmanager
@@ -264,22 +258,14 @@ def prometheus(
         targets, rule_files=rule_files, alertmanager_url=alertmanager_url, interval_s=interval_s
     )
     config_path.write_text(json.dumps(settings, indent=2))
-    tail = ""
-    for _ in range(3):  # free_port() can lose its port to another process before Prometheus binds it
-        start = len(log_path.read_bytes()) if log_path.exists() else 0
-        proc, url = _start(binary, config_path, storage, log_path, resend_delay_s)
-        try:
-            if _ready(proc, url, timeout_s):
-                break
-            tail = log_path.read_bytes()[start:].decode(errors="replace")[-4000:]
-        except BaseException:
-            stop(proc, grace_s=10)
-            raise
-        stop(proc, grace_s=10)
-        if "address already in use" not in tail:
-            raise RuntimeError(f"Prometheus did not start; its log:\n{tail}")
-    else:
-        raise RuntimeError(f"Prometheus found no free port; its log:\n{tail}")
+    proc, url = start_until_ready(
+        lambda port: _start(binary, config_path, storage, log_path, resend_delay_s, port),
+        lambda proc: stop(proc, grace_s=10),
+        log_path,
+        ready_path="/-/ready",
+        timeout_s=timeout_s,
+        name="Prometheus",
+    )
     try:
         yield Prometheus(url=url, proc=proc, log_path=log_path, config_path=config_path)
     finally:

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from app.core.net import free_port as free_port  # tests/monitoring still imports it from here
+from app.core.net import free_port
 from app.core.polling import wait_until
 from deploy.devstack.stack import DEV_MODELS
 from deploy.runtime.supervisor import READY_PREFIX

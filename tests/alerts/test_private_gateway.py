@@ -16,8 +16,8 @@ import pytest
 
 from app.gateway.main import create_app
 from devtools.harness.alertrig import Proxy
+from devtools.harness.loopback import serve as recording
 from devtools.harness.metadata import id_token
-from devtools.harness.metadata import serving as recording
 from tests.helpers.gateway import ScriptedEngine, gateway_settings, serving
 
 pytestmark = pytest.mark.integration

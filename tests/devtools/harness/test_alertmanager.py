@@ -17,7 +17,7 @@ import pytest
 
 from app.core.polling import wait_until
 from devtools.harness.alertmanager import Alertmanager, alertmanager, config
-from devtools.harness.metadata import Seen
+from devtools.harness.loopback import Seen
 from tests.helpers.alerts import Receiver, text_reply
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("alertmanager_installed")]

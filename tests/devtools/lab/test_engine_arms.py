@@ -355,12 +355,12 @@ def test_a_stack_of_two_engines_sums_their_counters_and_queues() -> None:
     sampled apart add up per second."""
     from deploy.gpucheck.sampling import Samples
     from devtools.harness.instant_engine import metrics
-    from devtools.harness.metadata import serving
+    from devtools.harness.loopback import serve
     from devtools.lab.engine_arms import _Stack
 
     def engine(questions: int, running: int):  # type: ignore[no-untyped-def]
         body = metrics(questions, running).encode()
-        return serving(lambda _seen: (200, {"content-type": "text/plain"}, body))
+        return serve(lambda _seen: (200, {"content-type": "text/plain"}, body))
 
     with engine(3, 2) as one, engine(5, 4) as two:
         probes = [Samples() for _ in range(2)]
