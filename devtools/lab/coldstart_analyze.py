@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from devtools.tables import header, row
+
 # (pid, tid) -> the thread's (from, to, stack) segments, seconds from the spawn of `dgemma run`
 Trace = dict[tuple[int, int], list[tuple[float, float, tuple[Any, ...]]]]
 
@@ -377,12 +379,11 @@ def arms_phases(tarballs: list[Path], out_md: Path) -> None:
         "Seconds from the spawn of `dgemma run`, from each start's log. A run's first start of a",
         "configuration compiles; every later one loads from the shared compile-cache directory.",
         "",
-        "| phase | " + " | ".join(c for c, _ in cols) + " |",
-        "| --- |" + " ---: |" * len(cols),
+        *header("phase", *(c for c, _ in cols), align="lr"),
     ]
     for k in [*keys, "_total"]:
         label = "**spawn to ready**" if k == "_total" else labels[k]
-        lines.append(f"| {label} | " + " | ".join(_f(ph.get(k), 1) for _, ph in cols) + " |")
+        lines.append(row(label, *(_f(ph.get(k), 1) for _, ph in cols)))
     out_md.write_text("\n".join(lines) + "\n")
     print(f"wrote {out_md}", file=sys.stderr)
 
@@ -424,13 +425,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"Options: {start.get('env') or '(none)'}, py-spy {start.get('pyspy_hz') or 'off'}; graphs "
                 f"{graph_counts(d)}; capture start from {how.get(int(m.get('capture_how', -1)), '?')}.",
                 "",
-                "| phase | from | to | s | CPU | GPU % |",
-                "| --- | ---: | ---: | ---: | ---: | ---: |",
+                *header("phase", "from", "to", "s", "CPU", "GPU %", align="lr"),
             ]
             out += [
-                f"| {r['label']} | {r['from']:.2f} | {r['to']:.2f} | {r['s']:.2f} | "
-                f"{_f(r['cpu'], 2)}{'' if r['cpu'] is None else ' (' + r['cpu_of'] + ')'} | "
-                f"{_f(r['gpu'], 0)} |"
+                row(
+                    r["label"],
+                    f"{r['from']:.2f}",
+                    f"{r['to']:.2f}",
+                    f"{r['s']:.2f}",
+                    f"{_f(r['cpu'], 2)}{'' if r['cpu'] is None else ' (' + r['cpu_of'] + ')'}",
+                    _f(r["gpu"], 0),
+                )
                 for r in rows
             ]
             out.append("")
@@ -441,15 +446,14 @@ def main(argv: list[str] | None = None) -> int:
                     "py-spy, the main threads' time in each phase by what their stacks show "
                     "(seconds; at most 4 categories each):",
                     "",
-                    "| phase | engine core | API server |",
-                    "| --- | --- | --- |",
+                    *header("phase", "engine core", "API server"),
                 ]
                 for r in rows:
                     cells = []
                     for thread in (cmain, amain):
                         c = categories(trace[thread], r["from"], r["to"])
                         cells.append("; ".join(f"{k} {v:.2f}" for k, v in c.most_common(4)) or "-")
-                    out.append(f"| {r['label']} | {cells[0]} | {cells[1]} |")
+                    out.append(row(r["label"], *cells))
                 out.append("")
                 lines = [f"# {d.name}: the main threads' stacks, every second (category, leaf, vLLM frames)"]
                 for name, thread in (("engine core", cmain), ("API server", amain)):
@@ -488,13 +492,11 @@ def main(argv: list[str] | None = None) -> int:
         out += [
             "## All starts side by side (seconds per phase)",
             "",
-            "| phase | " + " | ".join(n[:2] for n in names) + " |",
-            "| --- |" + " ---: |" * len(names),
+            *header("phase", *(n[:2] for n in names), align="lr"),
         ]
         for k in keys:
-            out.append(f"| {labels[k]} | " + " | ".join(_f(table[n].get(k), 1) for n in names) + " |")
-        totals = " | ".join(f"**{table[n]['_total']:.1f}**" for n in names)
-        out.append(f"| **spawn to ready** | {totals} |")
+            out.append(row(labels[k], *(_f(table[n].get(k), 1) for n in names)))
+        out.append(row("**spawn to ready**", *(f"**{table[n]['_total']:.1f}**" for n in names)))
         out += ["", "Starts: " + ", ".join(names), ""]
         groups: dict[str, list[str]] = collections.defaultdict(list)
         for n in names:
@@ -507,11 +509,11 @@ def main(argv: list[str] | None = None) -> int:
                 groups["restored, DEBUG logs (and importtime)"].append(n)
             else:
                 groups["restored, as shipped (spawn)"].append(n)
+        kinds = [f"{g} ({', '.join(v[:2] for v in m)})" for g, m in groups.items()]
         out += [
             "## Restored starts by kind: median (min-max) seconds per phase",
             "",
-            "| phase | " + " | ".join(f"{g} ({', '.join(v[:2] for v in m)})" for g, m in groups.items()),
-            "| --- |" + " ---: |" * len(groups),
+            *header("phase", *kinds, align="lr"),
         ]
         for k in [*keys, "_total"]:
             cells = []
@@ -519,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
                 vals = sorted(table[n][k] for n in members if k in table[n])
                 cells.append(f"{statistics.median(vals):.1f} ({vals[0]:.1f}-{vals[-1]:.1f})" if vals else "-")
             label = "**spawn to ready**" if k == "_total" else labels[k]
-            out.append(f"| {label} | " + " | ".join(cells) + " |")
+            out.append(row(label, *cells))
         out.append("")
     (here / "summary.md").write_text("\n".join(out) + "\n")
     print(f"wrote {here / 'summary.md'}", file=sys.stderr)

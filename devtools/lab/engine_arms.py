@@ -71,6 +71,7 @@ from deploy.gpucheck.sampling import Samples, sampling
 from deploy.runtime.gpu_budget import GPU_NAMES, GPUS
 from deploy.runtime.nvidia_smi import detect_gpu, used_mib
 from deploy.runtime.settings import EngineSettings
+from devtools.tables import header, row
 
 L4_MIB = round(GPUS["l4"] * 1024)
 VLLM_CAPTURE = 512  # vLLM 0.32's own cap on a non-Blackwell GPU (engine_max_cudagraph_capture_size=0)
@@ -746,20 +747,17 @@ def markdown(report: Report) -> str:
         "",
         "## Runs",
         "",
-        "| # | arm | settings | ready | torch.compile | graphs | GPU idle / peak (MiB) | p50 / p95 @1 (ms) | "
-        + " | ".join(f"req/s @{n}" for n in report.clients)
-        + " | failures | gateway share @1 |",
-        "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |"
-        + " ---: |" * len(report.clients)
-        + " ---: | ---: |",
-    ]
+        *header(
+            "#", "arm", "settings", "ready", "torch.compile", "graphs", "GPU idle / peak (MiB)",
+            "p50 / p95 @1 (ms)", *(f"req/s @{n}" for n in report.clients), "failures", "gateway share @1",
+            align="rllr",
+        ),
+    ]  # fmt: skip
     for r in report.runs:
         words = [f"`{k}={v}`" for k, v in (r.settings | r.env).items()]
         settings = ", ".join(words + ([f"`replicas={r.replicas}`"] if r.replicas > 1 else [])) or "(today's)"
         if r.skipped or (r.error and not r.levels):
-            lines.append(
-                f"| {r.index} | {r.arm} | {settings} | {r.skipped or 'failed: ' + (r.error or '')[:160]} |"
-            )
+            lines.append(row(r.index, r.arm, settings, r.skipped or "failed: " + (r.error or "")[:160]))
             continue
         ph = r.start.get("phases", {})
         lat = _level(r, 1, "latency")
@@ -767,16 +765,22 @@ def markdown(report: Report) -> str:
         budget_mib = round(GPUS[r.gpu] * 1024)
         fit = "" if peak is None else (" ✓" if peak <= budget_mib else f" **over the {GPU_NAMES[r.gpu]}**")
         share = (r.overhead or {}).get("gateway_share")
+        cut = " (cut: " + r.error[:120] + ")" if r.error else ""
         lines.append(
-            f"| {r.index} | {r.arm} | {settings} | {_f(r.start.get('ready_s'), 0)} s | "
-            f"{_f(ph.get('compile_s'), 1)} s | {_f(ph.get('graphs_s'), 0)} s, "
-            f"{_f(ph.get('graphs_gib'), 2)} GiB (cap {_f(ph.get('max_capture_size'), 0)}) | "
-            f"{_f(r.idle_mib, 0)} / {_f(peak, 0)}{fit} | "
-            f"{_f(lat.p50_ms if lat else None, 0)} / {_f(lat.p95_ms if lat else None, 0)} | "
-            + " | ".join(_f(lv.rps if (lv := _level(r, n)) else None, 1) for n in report.clients)
-            + f" | {sum(lv.failures for lv in r.levels)}"
-            + (" (cut: " + r.error[:120] + ")" if r.error else "")
-            + f" | {_pct(share)} |"
+            row(
+                r.index,
+                r.arm,
+                settings,
+                f"{_f(r.start.get('ready_s'), 0)} s",
+                f"{_f(ph.get('compile_s'), 1)} s",
+                f"{_f(ph.get('graphs_s'), 0)} s, {_f(ph.get('graphs_gib'), 2)} GiB "
+                f"(cap {_f(ph.get('max_capture_size'), 0)})",
+                f"{_f(r.idle_mib, 0)} / {_f(peak, 0)}{fit}",
+                f"{_f(lat.p50_ms if lat else None, 0)} / {_f(lat.p95_ms if lat else None, 0)}",
+                *(_f(lv.rps if (lv := _level(r, n)) else None, 1) for n in report.clients),
+                f"{sum(lv.failures for lv in r.levels)}{cut}",
+                _pct(share),
+            )
         )
     lines += [
         "",
@@ -798,8 +802,7 @@ def markdown(report: Report) -> str:
             f"Each arm's mean over its runs, over `{report.baseline}`'s mean (latency: lower is better; "
             "req/s: higher is better).",
             "",
-            "| arm | runs | " + " | ".join(labels) + " |",
-            "| --- | ---: |" + " ---: |" * len(labels),
+            *header("arm", "runs", *labels, align="lr"),
         ]
         for name, ratio in rat.items():
             n_runs = sum(1 for r in report.runs if r.arm == name and r.levels)
@@ -809,7 +812,7 @@ def markdown(report: Report) -> str:
                 else "—"
                 for k in keys
             ]
-            lines.append(f"| {name} | {n_runs} | " + " | ".join(cells) + " |")
+            lines.append(row(name, n_runs, *cells))
         lines.append("")
         d = drift(report)
         if d:
@@ -826,22 +829,32 @@ def markdown(report: Report) -> str:
         "tokens); requests / step: finished requests (one per question) per step; eager steps, at "
         "least: the share of steps whose tokens alone pass the arm's CUDA-graph cap.",
         "",
-        "| # | arm | clients | req/s | decisions/s | p50 / p95 (ms) | steps/s | tokens / step "
-        "| requests / step | eager steps, at least | running (median / max) | waiting (median / max) "
-        "| KV max | GPU busy |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
+        *header(
+            "#", "arm", "clients", "req/s", "decisions/s", "p50 / p95 (ms)", "steps/s", "tokens / step",
+            "requests / step", "eager steps, at least", "running (median / max)", "waiting (median / max)",
+            "KV max", "GPU busy", align="rlr",
+        ),
+    ]  # fmt: skip
     for r in report.runs:
         for lv in r.levels:
             e = lv.engine
             lines.append(
-                f"| {r.index} | {r.arm} | {lv.clients}{' (1 q.)' if lv.kind == 'latency' else ''} | "
-                f"{lv.rps:.1f} | {lv.decisions_per_s:.1f} | {_f(lv.p50_ms, 0)} / {_f(lv.p95_ms, 0)} | "
-                f"{_f(e.get('steps_per_s'), 1)} | {_f(e.get('tokens_per_step'), 0)} | "
-                f"{_f(e.get('requests_per_step'), 1)} | {_pct(e.get('over_cap_share'))} | "
-                f"{_f(e.get('running_median'), 0)} / {_f(e.get('running_max'), 0)} | "
-                f"{_f(e.get('waiting_median'), 0)} / {_f(e.get('waiting_max'), 0)} | "
-                f"{_pct(e.get('kv_usage_max'))} | {_pct(_share(e.get('gpu_busy_pct')))} |"
+                row(
+                    r.index,
+                    r.arm,
+                    f"{lv.clients}{' (1 q.)' if lv.kind == 'latency' else ''}",
+                    f"{lv.rps:.1f}",
+                    f"{lv.decisions_per_s:.1f}",
+                    f"{_f(lv.p50_ms, 0)} / {_f(lv.p95_ms, 0)}",
+                    _f(e.get("steps_per_s"), 1),
+                    _f(e.get("tokens_per_step"), 0),
+                    _f(e.get("requests_per_step"), 1),
+                    _pct(e.get("over_cap_share")),
+                    f"{_f(e.get('running_median'), 0)} / {_f(e.get('running_max'), 0)}",
+                    f"{_f(e.get('waiting_median'), 0)} / {_f(e.get('waiting_max'), 0)}",
+                    _pct(e.get("kv_usage_max")),
+                    _pct(_share(e.get("gpu_busy_pct"))),
+                )
             )
     lines += ["", "## The engines' argv", ""]
     for r in report.runs:

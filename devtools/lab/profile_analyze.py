@@ -24,6 +24,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from devtools.tables import row
+
 # What each step of the engine core's loop spends its time in, by the first frame that matches (in
 # order). Line numbers are vLLM 0.32.0's, as installed from its wheel.
 STEP = (
@@ -95,10 +97,10 @@ def breakdown(file: str, speedscope: str) -> list[str]:
         if step.startswith("forward"):
             inside[(step, first(s, FORWARD))] += 1
     lines = ["", f"## {file}, engine core main thread: {n} samples with a stack"]
-    lines += [f"| {k} | {100 * c / n:.1f} % |" for k, c in steps.most_common()]
+    lines += [row(k, f"{100 * c / n:.1f} %") for k, c in steps.most_common()]
     lines.append("inside the forward:")
     for (step, part), c in sorted(inside.items(), key=lambda x: (x[0][0], -x[1])):
-        lines.append(f"| {step} / {part} | {100 * c / n:.1f} % |")
+        lines.append(row(f"{step} / {part}", f"{100 * c / n:.1f} %"))
     return lines
 
 
@@ -106,7 +108,7 @@ def top(file: str, speedscope: str, name: str, count: int) -> list[str]:
     stacks = thread(speedscope, name)
     leaf = collections.Counter(s[-1] for s in stacks if s)
     lines = ["", f"## {file}, {name}: {len(stacks)} samples; leaf frames (self time)"]
-    return [*lines, *(f"| {100 * c / len(stacks):.1f} % | {k} |" for k, c in leaf.most_common(count))]
+    return [*lines, *(row(f"{100 * c / len(stacks):.1f} %", k) for k, c in leaf.most_common(count))]
 
 
 def metrics(text: str) -> dict[str, float]:

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from devtools.tables import header, row
+
 
 def _mark(ok: bool) -> str:
     return "pass" if ok else "**FAIL**"
@@ -49,16 +51,19 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
         "",
         "## Hostile input",
         "",
-        "| target | service | requests | responses >= 500 | 4xx without `detail` "
-        "| schemathesis check failures | |",
-        "| --- | --- | ---: | ---: | ---: | --- | --- |",
-    ]
+        *header(
+            "target", "service", "requests", "responses >= 500", "4xx without `detail`",
+            "schemathesis check failures", "", align="llrrrl",
+        ),
+    ]  # fmt: skip
     for f in h["fuzz"]:
         checks = ", ".join(f"{k} {v}" for k, v in f["check_failures"].items()) or "none"
         lines.append(
-            f"| schemathesis, seed {f['seed']} | {f['service']} | {f['requests']} | "
-            f"{len(f['server_errors'])} | {len(f['missing_detail'])} | {checks} | {_mark(f['ok'])} |"
-        )
+            row(
+                f"schemathesis, seed {f['seed']}", f["service"], f["requests"], len(f["server_errors"]),
+                len(f["missing_detail"]), checks, _mark(f["ok"]),
+            )
+        )  # fmt: skip
     total = sum(f["requests"] for f in h["fuzz"])
     bad = [b for b in h["nasty"] if b["problem"]]
     lines += [
@@ -69,11 +74,10 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
         f"{len(bad)} outside their allowed statuses. {_mark(not bad)}",
         f"- The gateway's peak memory (VmHWM) after all of it: **{h['gateway_peak_rss_mb']} MiB**.",
         "",
-        "| nasty body | bytes sent | status | ms |",
-        "| --- | ---: | ---: | ---: |",
+        *header("nasty body", "bytes sent", "status", "ms", align="lr"),
     ]
     lines += [
-        f"| {b['name']} | {b['body_bytes']} | {b['status']} | {b['seconds'] * 1000:.0f} |"
+        row(b["name"], b["body_bytes"], b["status"], f"{b['seconds'] * 1000:.0f}")
         + (f" shed {b['shed']} time(s) first (429) |" if b.get("shed") else "")
         + (f" **{b['problem']}**" if b["problem"] else "")
         for b in h["nasty"]
@@ -90,20 +94,22 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
         f"client deadline {o['deadline_s']:g} s (the SDK's). Capacity is measured closed-loop, then Locust "
         "offers 2x and 5x that rate with paced users (open loop).",
         "",
-        "| level | offered req/s | sent | answered (valid) | answered req/s | shed 429/503 "
-        "| shed without Retry-After | hung past deadline | dropped | invalid | other | admitted p50 / p99 ms "
-        "| slowest ms | |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |",
-    ]
+        *header(
+            "level", "offered req/s", "sent", "answered (valid)", "answered req/s", "shed 429/503",
+            "shed without Retry-After", "hung past deadline", "dropped", "invalid", "other",
+            "admitted p50 / p99 ms", "slowest ms", "", align="lrrrrrrrrrllrl",
+        ),
+    ]  # fmt: skip
     for lv in o["levels"]:
         ok = not (lv["hung"] or lv["dropped"] or lv["invalid"] or lv["other"])
         lines.append(
-            f"| {lv['name']} | {lv['offered_rps']:.2f} | {lv['sent']} | {lv['ok']} | "
-            f"{lv['answered_rps']:.2f} | {lv['shed']} ({lv['shed_share']:.0%}) | "
-            f"{lv['shed_without_retry_after']} | {lv['hung']} | {lv['dropped']} | "
-            f"{lv['invalid']} | {lv['other'] or '-'} | {lv['ok_p50_ms']:.0f} / {lv['ok_p99_ms']:.0f} | "
-            f"{lv['slowest_ms']:.0f} | {_mark(ok)} |"
-        )
+            row(
+                lv["name"], f"{lv['offered_rps']:.2f}", lv["sent"], lv["ok"], f"{lv['answered_rps']:.2f}",
+                f"{lv['shed']} ({lv['shed_share']:.0%})", lv["shed_without_retry_after"], lv["hung"],
+                lv["dropped"], lv["invalid"], lv["other"] or "-",
+                f"{lv['ok_p50_ms']:.0f} / {lv['ok_p99_ms']:.0f}", f"{lv['slowest_ms']:.0f}", _mark(ok),
+            )
+        )  # fmt: skip
     lines += ["", f"![overload]({o['plot']})", "", "## Faults", ""]
     s = figures["slow_engine"]
     lines += [
@@ -146,10 +152,10 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
     ]
     if "cost" in figures:
         lines += ["", "## The gateway's own cost (`make bench-cost`)", ""]
-        lines += ["| policy | path | p50 ms | added p50 ms | CPU ms |", "| --- | --- | ---: | ---: | ---: |"]
+        lines += header("policy", "path", "p50 ms", "added p50 ms", "CPU ms", align="llr")
         for c in figures["cost"]["costs"]:
             cells = (c["p50_ms"], c["added_p50_ms"], c["cpu_ms"])
-            lines.append(f"| {c['policy']} | {c['path']} | " + " | ".join(f"{v:.2f}" for v in cells) + " |")
+            lines.append(row(c["policy"], c["path"], *(f"{v:.2f}" for v in cells)))
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path
