@@ -28,26 +28,26 @@ bench: env engine-env  ## gateway overhead against the raw engine, side by side,
 	$(VENV)/bin/python -m devtools.bench
 
 bench-cost: env  ## the gateway's own CPU and added latency per decision, before/after side by side (instant stand-in of vLLM)
-	$(VENV)/bin/python -m devtools.bench_cost $(BENCH_ARGS)
+	$(VENV)/bin/python -m devtools.bench.cost $(BENCH_ARGS)
 
 reliability: env engine-env  ## hostile input, overload, faults, leaked secrets and the gateway's cost, on the local stack: reports/reliability/report.md (about 40 min)
-	$(VENV)/bin/python -m devtools.reliability $(RELIABILITY_ARGS)
+	$(VENV)/bin/python -m devtools.bench.reliability $(RELIABILITY_ARGS)
 
 bench-alerts: env engine-env  ## the alert router's overhead and time to page (service up, slow, down), side by side
-	$(VENV)/bin/python -m devtools.bench_alerts
+	$(VENV)/bin/python -m devtools.bench.alerts
 
 bench-ledger: env  ## the durable ledger's added latency per delivery (GCS emulator vs memory), side by side
-	$(VENV)/bin/python -m devtools.bench_ledger
+	$(VENV)/bin/python -m devtools.bench.ledger
 
 bench-weights: env  ## GCS download paths against the emulator, and the baked-weights check (stamp vs sha256), side by side
-	$(VENV)/bin/python -m devtools.bench_weights
-	$(VENV)/bin/python -m devtools.bench_verify
+	$(VENV)/bin/python -m devtools.bench.weights
+	$(VENV)/bin/python -m devtools.bench.verify
 
 eval-toy: env engine-env  ## `dgemma eval` of the toy model on its 300-alert test split, every policy (about 27 min on 2 cores)
-	$(VENV)/bin/python -m devtools.eval_toy
+	$(VENV)/bin/python -m devtools.lab.eval_toy
 
 calibrate-toy: env engine-env  ## `dgemma calibrate` of the toy model on its test split, under POLICY (default single; a few minutes)
-	$(VENV)/bin/python -m devtools.eval_toy calibrate --policy $${POLICY:-single} --out reports/calibrate-toy/$${POLICY:-single}.json
+	$(VENV)/bin/python -m devtools.lab.eval_toy calibrate --policy $${POLICY:-single} --out reports/calibrate-toy/$${POLICY:-single}.json
 
 toy-model: env engine-env  ## retrain the shipped toy model (about 27 min on 2 cores; the same weights on the same thread count)
 	$(VENV)/bin/dgemma toy train deploy/models/dgemma-toy-alerts

@@ -2,7 +2,7 @@
 # Install Prometheus Alertmanager (Debian's `prometheus-alertmanager`, 0.25 on bookworm) for the alert
 # router's tests, unless it is already on PATH; print its version. Idempotent: safe to run every time.
 # The package's attempt to start a system service is refused by policy-rc.d in containers; that is
-# harmless, the tests start their own Alertmanager (devtools/alertmanager.py).
+# harmless, the tests start their own Alertmanager (devtools/harness/alertmanager.py).
 set -euo pipefail
 
 PKG=${PKG:-prometheus-alertmanager}  # or PKG=prometheus BIN=promtool: Prometheus 2.42 and promtool

@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from app.gateway.main import create_app
-from devtools.stack import LocalStack, local_stack
+from devtools.harness.stack import LocalStack, local_stack
 from tests.helpers import cpu
 from tests.helpers.gateway import GatewayFactory, gateway_settings, serving
 from tests.helpers.timing import Timing
 
-pytest_plugins = ["tests.fixtures.gateway", "tests.fixtures.deploy"]
+pytest_plugins = ["tests.fixtures.gateway", "tests.fixtures.deploy", "tests.fixtures.alerts"]
 
 # What the tests must not inherit from the shell or CI that runs them.
 OUTSIDE = (

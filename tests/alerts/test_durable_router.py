@@ -18,11 +18,11 @@ import pytest
 
 from app.core.polling import wait_until
 from deploy.runtime.weights import client_from_env
-from devtools.alertmanager import alertmanager
-from devtools.alertrig import POLICY, Proxy, Receiver, RouterProcess, router, write_policy
-from devtools.gcs import fake_gcs
-from devtools.metadata import Reply, Seen, serving
-from devtools.stack import gateway, instant_engine
+from devtools.harness.alertmanager import alertmanager
+from devtools.harness.alertrig import POLICY, Proxy, Receiver, RouterProcess, router, write_policy
+from devtools.harness.gcs import fake_gcs
+from devtools.harness.loopback import Reply, Seen, serve
+from devtools.harness.stack import gateway, instant_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("alertmanager_installed")]
 
@@ -101,7 +101,7 @@ def backends(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
 def rig(backends: tuple[str, str], tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rig]:
     gcs_url, gateway_url = backends
     pd, audit, proxy = Holding(), Holding(ok=200), Proxy(gateway_url)
-    with serving(pd.answer) as pd_server, serving(audit.answer) as audit_server, serving(proxy.answer) as px:
+    with serve(pd.answer) as pd_server, serve(audit.answer) as audit_server, serve(proxy.answer) as px:
         env = {
             "STORAGE_EMULATOR_HOST": gcs_url,
             "DGEMMA_ALERTS_LEDGER_URL": f"gs://ledger/{request.node.name[:40]}",

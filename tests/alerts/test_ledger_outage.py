@@ -18,10 +18,10 @@ import pytest
 from app.alerts.store import Deadline, GcsStore, LedgerUnavailable
 from app.core.polling import wait_until
 from app.core.storage import storage_client
-from devtools.alertmanager import alertmanager
-from devtools.faultproxy import FaultProxy, fault_proxy
-from devtools.gcs import fake_gcs_server
-from devtools.ledger_outage import OutageRig, metric, outage_rig
+from devtools.bench.ledger_outage import OutageRig, metric, outage_rig
+from devtools.harness.alertmanager import alertmanager
+from devtools.harness.faultproxy import FaultProxy, fault_proxy
+from devtools.harness.gcs import fake_gcs_server
 
 pytestmark = pytest.mark.integration
 

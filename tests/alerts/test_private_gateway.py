@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from app.gateway.main import create_app
-from devtools.alertrig import Proxy
-from devtools.metadata import id_token
-from devtools.metadata import serving as recording
+from devtools.harness.alertrig import Proxy
+from devtools.harness.loopback import serve as recording
+from devtools.harness.metadata import id_token
 from tests.helpers.gateway import ScriptedEngine, gateway_settings, serving
 
 pytestmark = pytest.mark.integration

@@ -27,10 +27,11 @@ import httpx
 import pytest
 
 from app.core.polling import wait_until
-from devtools.alertmanager import alertmanager
-from devtools.alertrig import ROUTING_KEY, Proxy, Receiver, router_process, write_policy
-from devtools.metadata import claims_of, fake_metadata, serving
-from devtools.stack import ROOT, LocalStack
+from devtools.harness.alertmanager import alertmanager
+from devtools.harness.alertrig import ROUTING_KEY, Proxy, Receiver, router_process, write_policy
+from devtools.harness.loopback import serve
+from devtools.harness.metadata import claims_of, fake_metadata
+from devtools.harness.stack import ROOT, LocalStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine, pytest.mark.usefixtures("alertmanager_installed")]
 DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"
@@ -63,9 +64,9 @@ def rig(stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     root = tmp_path_factory.mktemp("router")
     pd, audit, proxy = Receiver(), Receiver(ok=200), Proxy(stack.url)
     with (
-        serving(pd.answer) as pd_server,
-        serving(audit.answer) as audit_server,
-        serving(proxy.answer) as proxy_server,
+        serve(pd.answer) as pd_server,
+        serve(audit.answer) as audit_server,
+        serve(proxy.answer) as proxy_server,
         fake_metadata() as md,
     ):
         policy = write_policy(root, pd_server.url, audit_server.url)

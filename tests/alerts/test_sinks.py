@@ -22,7 +22,7 @@ from app.alerts.sinks.documents import dedup_key, page_document
 from app.alerts.sinks.pagerduty import PagerDutySink
 from app.core.config import ConfigError
 from app.core.retry import retry_after_s
-from devtools.metadata import RecordingServer, Reply, Seen, json_reply, serving
+from devtools.harness.loopback import RecordingServer, Reply, Seen, json_reply, serve
 from tests.helpers.alerts import ACCEPTED, Receiver
 
 pytestmark = pytest.mark.inprocess
@@ -68,7 +68,7 @@ def page(**overrides: Any) -> Page:
 @pytest.fixture
 def receiver() -> Iterator[Callable[[Receiver], RecordingServer]]:
     with ExitStack() as stack:
-        yield lambda script: stack.enter_context(serving(script))
+        yield lambda script: stack.enter_context(serve(script))
 
 
 @pytest.fixture
@@ -273,7 +273,7 @@ async def test_a_timeout_is_retried(pagerduty: Any) -> None:
 async def test_a_refused_connection_is_retried_then_reported(
     make_sinks: Callable[..., dict[str, Sink]], secret: Callable[[str, str], Path]
 ) -> None:
-    with serving(Receiver()) as gone:
+    with serve(Receiver()) as gone:
         url = gone.url  # a loopback port nothing listens on any more
     cfg = {"type": "pagerduty", "routing_key_file": str(secret("k", ROUTING_KEY)), "url": url, **FAST}
     sink = make_sinks({"pd": {**cfg, "attempts": 2}})["pd"]

@@ -18,17 +18,8 @@ import pytest
 from app.core.identity import IdentityError, IdTokens, NoIdTokenCredentials, audience_of, google_auth_mint
 from deploy import cli
 from deploy.cloud.id_tokens import GCLOUD_ARGS, gcloud_mint, id_tokens
-from devtools.metadata import (
-    FakeMetadata,
-    Reply,
-    Seen,
-    claims_of,
-    fake_metadata,
-    fake_token_endpoint,
-    id_token,
-    json_reply,
-    serving,
-)
+from devtools.harness.loopback import Reply, Seen, json_reply, serve
+from devtools.harness.metadata import FakeMetadata, claims_of, fake_metadata, fake_token_endpoint, id_token
 
 pytestmark = pytest.mark.inprocess
 
@@ -241,7 +232,7 @@ def _gateway_enough(seen: Seen) -> Reply:
 
 
 def test_the_gate_sends_the_id_token_on_every_request(tmp_path: Path) -> None:
-    with fake_metadata() as md, serving(_gateway_enough) as receiver:
+    with fake_metadata() as md, serve(_gateway_enough) as receiver:
         env = {**_metadata_env(md), "DGEMMA_LOADTEST_API_KEY": "gate-key"}
         env = {k: v for k, v in env.items() if k != "DGEMMA_LOADTEST_HEADERS"}
         done = subprocess.run(
@@ -274,7 +265,7 @@ def test_no_token_no_gate(
     tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "no-gcloud"))
-    with serving(_gateway_enough) as receiver:
+    with serve(_gateway_enough) as receiver:
         argv = ["loadtest", "--host", receiver.url, "--id-token", "auto", "--out", str(tmp_path / "out")]
         assert cli.main(argv) == 2
         assert not receiver.requests  # refused before the warm-up

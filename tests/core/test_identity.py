@@ -15,7 +15,7 @@ from app.core.config import ConfigError, load
 from app.core.identity import IdentityError, IdTokens, audience_of, auth_headers, expiry, google_auth_mint
 from deploy import cli
 from deploy.cloud.id_tokens import MODES, ApiKeyOnly, id_tokens
-from devtools.metadata import claims_of, unsigned_jwt
+from devtools.harness.metadata import claims_of, unsigned_jwt
 from loadtest.settings import LoadtestSettings
 
 pytestmark = pytest.mark.unit

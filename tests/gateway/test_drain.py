@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.stack import gateway, instant_engine
+from devtools.harness.stack import gateway, instant_engine
 from tests.helpers.gateway import NOUL, decision
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from app.core.errors import EngineBadAnswer, EngineUnavailable, InputTooLong, In
 from app.core.net import free_port
 from app.gateway.engine import EngineClient
 from app.gateway.main import create_app
-from devtools.metadata import RecordingServer, Seen, serving
+from devtools.harness.loopback import RecordingServer, Seen, serve
 from tests.helpers.gateway import NOUL, decision, gateway_settings, in_process
 
 pytestmark = pytest.mark.inprocess
@@ -31,7 +31,7 @@ def fake_engine(replies: dict[str, Reply]) -> Iterator[RecordingServer]:
         time.sleep(delay)
         return status, {"content-type": "application/json"}, payload
 
-    with serving(answer) as server:
+    with serve(answer) as server:
         yield server
 
 

@@ -1,4 +1,4 @@
-"""The hand-written hostile bodies (devtools/reliability/nasty.py) against the gateway in process:
+"""The hand-written hostile bodies (devtools/bench/reliability/nasty.py) against the gateway in process:
 each gets one of its allowed statuses, never a 5xx, and every 4xx says why (`make reliability`
 sends them to a real gateway process and reports its memory)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from devtools.reliability import nasty
+from devtools.bench.reliability import nasty
 from tests.helpers.gateway import AppFactory
 
 pytestmark = pytest.mark.inprocess

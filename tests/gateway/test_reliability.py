@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from devtools.reliability import run
-from devtools.reliability.report import write_report
-from devtools.stack import LocalStack
+from devtools.bench.reliability import run
+from devtools.bench.reliability.report import write_report
+from devtools.harness.stack import LocalStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine]
 

@@ -25,7 +25,7 @@ from app.core.polling import wait_until
 from app.gateway.main import create_app
 from app.jev.client import JevClient
 from app.jev.wire import SystemOneResponse
-from devtools.metadata import RecordingServer, Reply, Seen, json_reply, serving
+from devtools.harness.loopback import RecordingServer, Reply, Seen, json_reply, serve
 from tests.helpers.gateway import ScriptedEngine, gateway_settings
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"
@@ -335,7 +335,7 @@ def text_reply(status: int) -> Reply:
 
 
 class Receiver:
-    """A scripted HTTP receiver, the answer of `devtools.metadata.serving`: its `replies` in turn (a
+    """A scripted HTTP receiver, the answer of `devtools.harness.loopback.serve`: its `replies` in turn (a
     reply, or a callable making one from the request), then `then` for every later request; notes
     when each request came (`times`, time.monotonic()). `served()` serves it and keeps the server."""
 
@@ -357,7 +357,7 @@ class Receiver:
 
     @contextmanager
     def served(self) -> Iterator[Receiver]:
-        with serving(self) as self._server:
+        with serve(self) as self._server:
             yield self
 
     @property

@@ -1,5 +1,5 @@
 """Test code of the operator's tooling: a stand-in `nvidia-smi`, and a fake Google Cloud project for
-`dgemma deploy` (devtools/fakecloud.py) with the commands run against it."""
+`dgemma deploy` (devtools/harness/fakecloud.py) with the commands run against it."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class Cloud:
     """A fake project (the gcloud/terraform stand-ins' state), and `dgemma` commands run against it."""
 
     def __init__(self, root: Path, service: str, gcs: str, checkpoint: Path, router: str = "") -> None:
-        from devtools import fakecloud
+        from devtools.harness import fakecloud
 
         self.bin, self.state_path, self.work = root / "bin", root / "cloud.json", root / "work"
         self.env = {**os.environ, "PATH": f"{self.bin}:{os.environ['PATH']}", "STORAGE_EMULATOR_HOST": gcs}
@@ -53,7 +53,7 @@ class Cloud:
 
     @property
     def state(self) -> dict[str, Any]:
-        from devtools import fakecloud
+        from devtools.harness import fakecloud
 
         return fakecloud.load(self.state_path)
 

@@ -1,5 +1,6 @@
 """The house rules, read from the code: who imports whom, no SystemExit in library code, tests that
-share code through helpers, and harnesses kept out of the installed package and the image."""
+share code through helpers, harnesses kept out of the installed package and the image, and
+devtools/ as three rooms over its harness."""
 
 from __future__ import annotations
 
@@ -95,9 +96,11 @@ def test_tests_share_code_through_helpers_not_conftest() -> None:
 
 
 def test_tests_mirror_the_rooms() -> None:
-    """A folder of tests per room of app/ and deploy/ (and the leaf libraries), none per tier."""
+    """A folder of tests per room of app/ and deploy/ (and the leaf libraries, and devtools/), none per
+    tier."""
     rooms = {p.name for p in (ROOT / "tests").iterdir() if (p / "__init__.py").exists()}
-    assert {"core", "jev", "gateway", "alerts", "deploy", "evals", "loadtest", "terraform"} <= rooms
+    folders = {"core", "jev", "gateway", "alerts", "deploy", "evals", "loadtest", "terraform", "devtools"}
+    assert folders <= rooms
     assert not rooms & {"unit", "app", "integration"}, "tiers are markers, not folders"
 
 
@@ -178,6 +181,45 @@ def test_the_services_are_siblings_over_a_shared_core(room: str, forbidden: tupl
     for path in _files(room):
         bad = {m for m in _kit_imports(path) if m.startswith(forbidden)}
         assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def _devtools_imports(path: Path) -> set[str]:
+    """Full module names of every absolute import of devtools in a file (`from devtools import lab`
+    as `devtools.lab`)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" for a in node.names] if node.module == "devtools" else []
+            found |= {node.module, *names}
+    return {m for m in found if m.split(".")[0] == "devtools"}
+
+
+@pytest.mark.parametrize(
+    ("room", "forbidden"),
+    [
+        ("devtools/harness", ("devtools.bench", "devtools.lab")),  # the bottom: tests, bench and lab use it
+        ("devtools/bench", ("devtools.lab",)),  # the benchmarks and the lab: siblings over the harness
+        ("devtools/lab", ("devtools.bench",)),
+    ],
+)
+def test_the_harness_imports_neither_bench_nor_lab(room: str, forbidden: tuple[str, ...]) -> None:
+    for path in _files(room):
+        bad = {m for m in _devtools_imports(path) if m.startswith(forbidden)}
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_devtools_is_three_rooms_and_the_tests_mirror_them() -> None:
+    """devtools/ holds its three rooms and at most 3 modules at its top (the package's own, and
+    what every room shares: the markdown tables); tests/devtools/ has a folder per room only."""
+    top = ROOT / "devtools"
+    modules = sorted(p.name for p in top.glob("*.py"))
+    assert len(modules) <= 3, f"devtools/ has {len(modules)} modules at its top: {modules}"
+    rooms = {p.name for p in top.iterdir() if (p / "__init__.py").exists()}
+    assert rooms == {"harness", "bench", "lab"}, sorted(rooms)
+    folders = {p.name for p in (ROOT / "tests" / "devtools").iterdir() if (p / "__init__.py").exists()}
+    assert folders <= rooms, f"tests/devtools/ folders that are no room: {sorted(folders - rooms)}"
 
 
 def test_the_routers_command_loads_no_other_room() -> None:

@@ -1,4 +1,4 @@
-"""The kit's monitoring end to end: a real Prometheus (devtools/prometheus.py) scrapes `make dev`'s
+"""The kit's monitoring end to end: a real Prometheus (devtools/harness/prometheus.py) scrapes `make dev`'s
 gateway and router and evaluates the shipped rules; a decision-service outage pages through the real
 Alertmanager into the router and out of its sink; and when the Watchdog stops reaching the router,
 the dead-man's switch fires at a receiver that does not pass through the router.
@@ -23,9 +23,10 @@ from app.alerts.main import create_router_app
 from app.alerts.settings import AlertRouterSettings
 from app.core.polling import wait_until
 from app.gateway.main import create_app
-from devtools.alertmanager import alertmanager
-from devtools.alertmanager import ensure_installed as alertmanager_installed
-from devtools.prometheus import (
+from devtools.harness.alertmanager import alertmanager
+from devtools.harness.alertmanager import ensure_installed as alertmanager_installed
+from devtools.harness.loopback import free_port
+from devtools.harness.prometheus import (
     AGE_THRESHOLDS_S,
     RULES,
     Prometheus,
@@ -35,8 +36,8 @@ from devtools.prometheus import (
     prometheus,
     seconds,
 )
-from devtools.prometheus import ensure_installed as prometheus_installed
-from devtools.stack import LocalStack, free_port
+from devtools.harness.prometheus import ensure_installed as prometheus_installed
+from devtools.harness.stack import LocalStack
 from tests.helpers.alerts import Receiver, policy_toml, write_policy
 from tests.helpers.gateway import NOUL, decision, gateway_settings, serving
 

@@ -1,6 +1,7 @@
 """The module against the google provider's own schema (8.7.0), offline: every resource type,
 argument and block exists where it is used, required ones are present, literals have their types.
-What `terraform validate` would say, without downloading the provider (devtools/terraform_schema.py)."""
+What `terraform validate` would say, without downloading the provider
+(devtools/harness/terraform_schema.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.terraform_schema import default_schema, problems
+from devtools.harness.terraform_schema import default_schema, problems
 from tests.helpers.terraform import TERRAFORM
 
 pytestmark = pytest.mark.integration  # the real terraform CLI, the provider's schema, checkov

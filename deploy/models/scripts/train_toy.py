@@ -9,7 +9,7 @@ Usage (with the engine venv's python, which has torch and transformers):
 alert_corpus/data/weights.toml, whose entries replace the file's (e.g. `catalogue_share = 0.3`,
 `[question_weights] team = 0.6`; alert_corpus.configure). `--device cuda` trains in float32 on the GPU
 with deterministic algorithms off: one more draw of the training, not the CPU's weights.
-devtools/toy_sweep.py runs sweeps of these. `rank` scores a checkpoint's p(page) on the catalogue's
+devtools/lab/toy_sweep.py runs sweeps of these. `rank` scores a checkpoint's p(page) on the catalogue's
 dev rules without their severity label, as the dev report does (AUC, recall and false pages at 0.4).
 
 Two tasks, mixed in every stretch of the schedule:

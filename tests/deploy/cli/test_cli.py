@@ -198,7 +198,8 @@ def test_the_routers_image_serves_without_the_lab(
 def test_toy_train_passes_a_mix_and_a_device_to_the_trainer(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """`dgemma toy train` runs train_toy.py with the sweep's knobs (devtools/toy_sweep.py runs take them)."""
+    """`dgemma toy train` runs train_toy.py with the sweep's knobs (devtools/lab/toy_sweep.py runs take
+    them)."""
     import subprocess
 
     from deploy.devstack import stack

@@ -1,5 +1,5 @@
 """`dgemma deploy`'s orchestration, end to end: the real CLI, with recording stand-ins for `gcloud` and
-`terraform` on PATH (devtools/fakecloud.py), the real GCS emulator for the weights, a real gateway
+`terraform` on PATH (devtools/harness/fakecloud.py), the real GCS emulator for the weights, a real gateway
 on loopback as "the service" (its engine scripted: answers are not what is tested), and the real
 Locust gate. The commands' syntax is checked against the real gcloud in test_deploy_commands.py."""
 
@@ -25,9 +25,9 @@ from deploy.cloud.rollout import ensure_router_secrets
 from deploy.cloud.shell import Shell
 from deploy.cloud.terraform import ROUTER_SECRETS, Terraform, tfvars
 from deploy.runtime.weights import build_manifest, client_from_env
-from devtools.fakecloud import WEIGHTS
-from devtools.metadata import claims_of, fake_metadata
-from devtools.stack import ROOT
+from devtools.harness.fakecloud import WEIGHTS
+from devtools.harness.metadata import claims_of, fake_metadata
+from devtools.harness.stack import ROOT
 from tests.helpers.deploy import FAST_GATE, PROJECT, REGION, WEIGHTS_BUCKET, Cloud
 from tests.helpers.gateway import ScriptedEngine, gateway_settings, serving
 from tests.helpers.terraform import TERRAFORM

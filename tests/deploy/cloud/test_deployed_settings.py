@@ -1,7 +1,7 @@
 """What is deployed is where a deploy starts (deploy/cloud/variables.py): a redeploy changes only what
 it names, a change of who gets paged needs its flag, a change outside the GPU revision makes none,
 and a second rollback undoes the first. Through the real CLI against the recording stand-ins of
-gcloud and terraform (devtools/fakecloud.py), the GCS emulator and a real gateway as the service."""
+gcloud and terraform (devtools/harness/fakecloud.py), the GCS emulator and a real gateway as the service."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every deploy, rollback, destroy and keys command that README.md and docs/deploy.md give, run as
-written against the stand-ins (devtools/fakecloud.py, the GCS emulator): in dry run, or as the plan
+written against the stand-ins (devtools/harness/fakecloud.py, the GCS emulator): in dry run, or as the plan
 it is. A flag renamed or a step that refuses what the docs say to type fails here."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""`dgemma keys add|list|rotate|revoke` against the recording gcloud stand-in (devtools/fakecloud.py): the
-real CLI in a subprocess, the project's secret as the stand-in keeps it. The commands' syntax is
-checked against the real gcloud in test_deploy_commands.py."""
+"""`dgemma keys add|list|rotate|revoke` against the recording gcloud stand-in
+(devtools/harness/fakecloud.py): the real CLI in a subprocess, the project's secret as the
+stand-in keeps it. The commands' syntax is checked against the real gcloud in
+test_deploy_commands.py."""
 
 from __future__ import annotations
 

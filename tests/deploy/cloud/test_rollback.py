@@ -1,5 +1,5 @@
 """`dgemma rollback` and `dgemma deploy --plan` through the real CLI, against the recording stand-ins
-of gcloud and terraform (devtools/fakecloud.py), the GCS emulator and a real gateway as the
+of gcloud and terraform (devtools/harness/fakecloud.py), the GCS emulator and a real gateway as the
 service: the traffic and the router go back through Terraform, from the history kept beside the
 state, and the next deploy gates its revision again."""
 

@@ -1,7 +1,7 @@
 """What a deploy says about who its alert policies notify: with no channel, that no one will be told;
 with the dead-man's switch turned off, that it is off (a change of who is paged, which needs its
 flag). The lines on their own, then through the real CLI against the recording stand-ins of gcloud and
-terraform (devtools/fakecloud.py)."""
+terraform (devtools/harness/fakecloud.py)."""
 
 from __future__ import annotations
 

@@ -95,12 +95,12 @@ def test_engine_counters_sum_label_sets_and_skip_created() -> None:
 def test_the_engines_on_one_gpu_are_read_together() -> None:
     """Two engines' /metrics, served over HTTP: counters and queues add up, the KV's use is the
     fuller engine's (each has its own cache)."""
-    from devtools.instant_engine import metrics
-    from devtools.metadata import serving
+    from devtools.harness.instant_engine import metrics
+    from devtools.harness.loopback import serve
 
     def engine(questions: int, running: int):  # type: ignore[no-untyped-def]
         body = metrics(questions, running).encode()
-        return serving(lambda _seen: (200, {"content-type": "text/plain"}, body))
+        return serve(lambda _seen: (200, {"content-type": "text/plain"}, body))
 
     with engine(3, 8) as one, engine(5, 16) as two:
         both = engines_counters([one.url, two.url])

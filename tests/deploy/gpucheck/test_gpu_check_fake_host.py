@@ -1,4 +1,4 @@
-"""`dgemma gpu-check` end to end on a scripted GPU host (`devtools.fake_gpu`: a `vllm` that prints a
+"""`dgemma gpu-check` end to end on a scripted GPU host (`devtools.harness.fake_gpu`: a `vllm` that prints a
 real H200 start's log lines and serves the instant stand-in, and an `nvidia-smi`): the supervisor's
 own GPU path through `dgemma run`, cold then warm, the gate through the gateway, the report. The
 plumbing only: every GPU figure in the report here is the script's."""
@@ -32,7 +32,7 @@ def gpu_host(tmp_path: Path) -> dict[str, str]:
         # compile cache asks that interpreter for the engine's versions.
         shim.write_text(
             f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-            f"from devtools import fake_gpu\nsys.argv[1:1] = [{tool!r}]\nsys.exit(fake_gpu.main())\n"
+            f"from devtools.harness import fake_gpu\nsys.argv[1:1] = [{tool!r}]\nsys.exit(fake_gpu.main())\n"
         )
         shim.chmod(0o755)
     state = tmp_path / "gpu"

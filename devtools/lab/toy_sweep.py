@@ -1,0 +1,281 @@
+"""A sweep of toy trainings (deploy/models/scripts/train_toy.py), side by side on the host it runs on.
+
+    python3 -m devtools.lab.toy_sweep run SWEEP.toml WORK_DIR [--python PY] [--dry-run]
+    python3 -m devtools.lab.toy_sweep summary WORK_DIR
+
+The sweep is a TOML file. Each `[[run]]` table is one training, started as its own process at once
+(a GPU takes them all: ten ran side by side on an H200):
+
+    [defaults]                 # optional: laid under every run's own entries
+    mix = {catalogue_share = 0.15}
+    args = ["--device", "cuda", "--threads", "1"]
+
+    [[run]]
+    name = "k0"                # the run's folder, WORK_DIR/k0 (letters, digits, '.', '_', '-')
+    note = "catalogue 0.2"     # optional, copied into the summary
+    seed = 0                   # train_toy.py --seed (default 0)
+    mix = {question_weights = {team = 0.55, page = 0.225, severity = 0.225}}  # or "k0.toml"
+    args = ["--toy-share", "0.15"]  # more train_toy.py arguments, after the defaults'
+
+`mix` is train_toy.py's --mix: entries of deploy/models/scripts/alert_corpus/data/weights.toml to draw
+with instead of the file's, as a table or the name of a TOML file beside the sweep's; a run's entries
+are laid over the defaults' (a table's one by one). Each run's folder gets the mix it trained with
+(`mix.toml`), its log (`train.log`) and its checkpoint (`out/`, with train_log.json). WORK_DIR gets a
+copy of the sweep's TOML (`sweep.toml`) and, once every run has ended, `summary.json`: per run its
+note, seed, mix, arguments and exit status, and from its train_log.json the steps done, the training
+seconds, the mean prompt length, the dev report and the team question's train accuracy per logged
+step (the policy's team reads). `summary` rebuilds it from WORK_DIR, e.g. after runs this process no
+longer waits on.
+
+Standard library only, run from a checkout on any host whose `--python` (default: this one) has
+torch and transformers (a pinned transformers wheel can be put on PYTHONPATH; the environment passes
+through); `--device cuda` in the runs' arguments wants a GPU and its driver. `--dry-run` checks the
+sweep and prints each run's command, and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAIN_TOY = ROOT / "deploy" / "models" / "scripts" / "train_toy.py"
+SWEEP_KEYS = ("defaults", "run")
+DEFAULTS_KEYS = ("mix", "args")
+RUN_KEYS = ("name", "note", "seed", "mix", "args")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class SweepError(ValueError):
+    """A sweep file or work directory that cannot be run: one line, naming the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training of a sweep."""
+
+    name: str
+    note: str = ""
+    seed: int = 0
+    mix: dict[str, Any] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+
+
+def laid_over(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `over`'s entries in its place, a table's entries one by one."""
+    out = dict(base)
+    for key, value in over.items():
+        both = isinstance(value, dict) and isinstance(base.get(key), dict)
+        out[key] = laid_over(base[key], value) if both else value
+    return out
+
+
+def _toml(path: Path, what: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except OSError as e:
+        raise SweepError(f"{what} {path}: {e.strerror or e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise SweepError(f"{what} {path}: not TOML: {e}") from e
+
+
+def _check_keys(table: Any, known: tuple[str, ...], where: str) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise SweepError(f"{where}: a table is needed")
+    extra = sorted(set(table) - set(known))
+    if extra:
+        raise SweepError(f"{where}: unknown key {extra[0]!r} (known: {', '.join(known)})")
+    return table
+
+
+def _mix(value: Any, folder: Path, where: str) -> dict[str, Any]:
+    """A mix given as a table, or as a TOML file's name (relative to the sweep's folder)."""
+    if isinstance(value, str):
+        return _toml(folder / value, f"{where}: mix file")
+    if not isinstance(value, dict):
+        raise SweepError(f"{where}: mix must be a table or a TOML file's name, got {value!r}")
+    return value
+
+
+def _args(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise SweepError(f"{where}: args must be a list of strings, got {value!r}")
+    if "--mix" in value:
+        raise SweepError(f"{where}: args give no --mix; the run's mix is its `mix` entry")
+    return tuple(value)
+
+
+def load_sweep(path: Path) -> list[Run]:
+    """The runs of a sweep file, their defaults laid under them; SweepError names what is wrong."""
+    sweep = _check_keys(_toml(path, "sweep"), SWEEP_KEYS, f"sweep {path}")
+    defaults = _check_keys(sweep.get("defaults", {}), DEFAULTS_KEYS, f"sweep {path}: [defaults]")
+    base_mix = _mix(defaults.get("mix", {}), path.parent, f"sweep {path}: [defaults]")
+    base_args = _args(defaults.get("args", []), f"sweep {path}: [defaults]")
+    tables = sweep.get("run")
+    if not isinstance(tables, list) or not tables:
+        raise SweepError(f"sweep {path}: no runs; each run is a [[run]] table")
+    runs: list[Run] = []
+    for i, table in enumerate(tables, 1):
+        name = table.get("name") if isinstance(table, dict) else None
+        where = f"sweep {path}: run {name!r}" if isinstance(name, str) else f"sweep {path}: run {i}"
+        _check_keys(table, RUN_KEYS, where)
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            raise SweepError(f"{where}: a name of letters, digits, '.', '_' or '-' is needed, got {name!r}")
+        if name in {r.name for r in runs}:
+            raise SweepError(f"{where}: a second run of that name")
+        seed = table.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise SweepError(f"{where}: seed must be an integer, got {seed!r}")
+        note = table.get("note", "")
+        if not isinstance(note, str):
+            raise SweepError(f"{where}: note must be a string, got {note!r}")
+        mix = laid_over(base_mix, _mix(table.get("mix", {}), path.parent, where))
+        runs.append(Run(name, note, seed, mix, base_args + _args(table.get("args", []), where)))
+    return runs
+
+
+def toml_text(table: dict[str, Any], prefix: str = "") -> str:
+    """A table of numbers, booleans, strings and tables as TOML (a mix, for --mix)."""
+    lines, tables = [], []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            tables.append((key, value))
+        elif isinstance(value, str):
+            lines.append(f"{key} = {json.dumps(value)}")
+        elif isinstance(value, bool):
+            lines.append(f"{key} = {str(value).lower()}")
+        elif isinstance(value, int | float):
+            lines.append(f"{key} = {value!r}")
+        else:
+            raise SweepError(f"mix: {prefix}{key} = {value!r}; a number, a boolean, a string or a table")
+    for key, value in tables:
+        lines += ["", f"[{prefix}{key}]", toml_text(value, f"{prefix}{key}.").rstrip("\n")]
+    return "\n".join(lines).strip("\n") + "\n"
+
+
+def command(run: Run, work: Path, python: str) -> list[str]:
+    """train_toy.py's command line for a run in WORK/NAME."""
+    folder = work / run.name
+    mix = ["--mix", str(folder / "mix.toml")] if run.mix else []
+    return [python, str(TRAIN_TOY), "train", str(folder / "out"), "--seed", str(run.seed), *mix, *run.args]
+
+
+def start(runs: list[Run], sweep: Path, work: Path, python: str) -> list[tuple[Run, subprocess.Popen[bytes]]]:
+    """Each run's folder, its mix and its process (output to train.log), and the sweep's copy."""
+    clash = [r.name for r in runs if (work / r.name).exists()]
+    if clash:
+        raise SweepError(f"work dir {work}: {clash[0]} is there already; a sweep starts in new folders")
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sweep, work / "sweep.toml")
+    started = []
+    for run in runs:
+        folder = work / run.name
+        folder.mkdir()
+        if run.mix:
+            (folder / "mix.toml").write_text(toml_text(run.mix))
+        (folder / "run.json").write_text(json.dumps(_described(run), indent=1) + "\n")
+        with (folder / "train.log").open("wb") as log:
+            argv = command(run, work, python)
+            started.append((run, subprocess.Popen(argv, cwd=folder, stdout=log, stderr=subprocess.STDOUT)))
+    return started
+
+
+def _described(run: Run) -> dict[str, Any]:
+    return {"note": run.note, "seed": run.seed, "mix": run.mix, "args": list(run.args)}
+
+
+def run_summary(folder: Path) -> dict[str, Any]:
+    """What a run's folder says: its description, exit status, and its train_log.json's figures."""
+    out: dict[str, Any] = json.loads((folder / "run.json").read_text())
+    if (folder / "exit_status").exists():
+        out["exit_status"] = int((folder / "exit_status").read_text())
+    log_path = folder / "out" / "train_log.json"
+    if not log_path.exists():
+        return out
+    log = json.loads(log_path.read_text())
+    out.update(
+        {key: log[key] for key in ("steps_done", "train_seconds", "mean_prompt_tokens") if key in log},
+        dev=log.get("dev_accuracy"),
+        team_train_curve=[
+            [row["step"], row["policy:team"]["acc"]] for row in log["steps"] if "policy:team" in row
+        ],
+        weights_sha256=log.get("weights_sha256"),
+    )
+    return out
+
+
+def summarize(work: Path) -> dict[str, Any]:
+    """summary.json of WORK: per run of its sweep.toml that has a folder, in the sweep's order."""
+    tables = _toml(work / "sweep.toml", "sweep").get("run", [])
+    names = [str(t["name"]) for t in tables if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    summary = {name: run_summary(work / name) for name in names if (work / name / "run.json").exists()}
+    (work / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m devtools.lab.toy_sweep", description=__doc__.split("\n", 1)[0]
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    run = actions.add_parser("run", help="start every run of a sweep, wait for them, write the summary")
+    run.add_argument("sweep", type=Path, help="the sweep's TOML ([[run]] tables)")
+    run.add_argument("work", type=Path, help="where each run's folder, the sweep's copy and the summary go")
+    run.add_argument("--python", default=sys.executable, help="the python with torch (default: this one)")
+    run.add_argument(
+        "--dry-run", action="store_true", help="check the sweep, print the commands, write nothing"
+    )
+    summary = actions.add_parser("summary", help="(re)write WORK/summary.json from the runs' folders")
+    summary.add_argument("work", type=Path)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.action == "summary":
+            summarize(args.work)
+            print(args.work / "summary.json")
+            return 0
+        runs = load_sweep(args.sweep)
+        for run in runs:
+            toml_text(run.mix)  # each mix checked before anything starts
+            if args.dry_run:
+                print(f"# {run.name}: {run.note}" if run.note else f"# {run.name}")
+                if run.mix:
+                    print(f"#   mix.toml: {json.dumps(run.mix)}")
+                print(shlex.join(command(run, args.work, args.python)))
+        if args.dry_run:
+            return 0
+        started = start(runs, args.sweep, args.work, args.python)
+    except SweepError as e:
+        print(f"toy_sweep: {e}", file=sys.stderr)
+        return 2
+    print(f"{len(started)} runs started in {args.work}", flush=True)
+    failed = 0
+    try:
+        for run, process in started:
+            status = process.wait()
+            (args.work / run.name / "exit_status").write_text(f"{status}\n")
+            failed += status != 0
+            print(f"{run.name}: exit status {status}", flush=True)
+    finally:
+        for _, process in started:  # interrupted: the runs go with the sweep
+            if process.poll() is None:
+                process.terminate()
+    summarize(args.work)
+    print(args.work / "summary.json")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
