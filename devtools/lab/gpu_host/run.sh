@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# A measurement on an offline GPU host (a driver and Python 3.12, no package index), one device call
-# per step, from the checkout's root. JOB picks what runs once the host is set up:
+# A measurement on a GPU host: any machine with an NVIDIA driver and Python 3.12 that you can copy
+# files to and run commands on (no package index needed there). Run from the checkout's root, copied
+# to the host. JOB picks what runs once the host is set up:
 #   arms       devtools/lab/engine_arms.py (docs/engine-arms-h200, docs/engine-sizing-h200, docs/cold-start-h200)
 #   gpu-check  `dgemma gpu-check`, with devtools/lab/gpu_host/profile_engine.sh beside it
 #              (docs/throughput-h200, docs/compile-cache-h200)
 #   coldstart  devtools/lab/coldstart.py's starts (docs/cold-start-h200), py-spy from $EXTRA_WHEELS
+# What it installs from (made on a machine with a package index):
+#   b/  the vLLM bundle: a tar of bundle/whl/*.whl, vLLM 0.32.0's CUDA wheel and every wheel it
+#       needs for the host's Python (`pip download vllm==0.32.0 -d bundle/whl`, then `tar c`)
+#   k/  the kit's wheels, a tar of kit/*.whl: requirements/gateway.lock, locust and matplotlib
+#   Either whole (one file, part.aa) or split into pieces (`split -b SIZE - DIR/part.`), for a copy
+#   that takes files of a limited size.
 # Steps:
-#   stage DIR PART  copy one carried piece $PIECES/DIR/part.PART to $STAGE/DIR: b/ the vLLM bundle
-#                   (../shared/tools/gpu-bundle.sh $PIECES/b SIZE_MIB), k/ the kit's wheels tarred
-#                   (../shared/tools/kit-wheels.sh $PIECES/kit; tar cf - -C $PIECES kit | split -b
-#                   SIZE - $PIECES/k/part.). A call carries only so much beside the tree (the
-#                   device's limit): size the pieces as that limit less the tree's disk use, with a
-#                   margin
-#   setup           any pieces this call carries too, then the bundle and the kit's wheels unpacked,
+#   stage DIR PART  put one piece $PIECES/DIR/part.PART where setup gathers them ($STAGE/DIR)
+#   setup           any pieces in $PIECES too, then the bundle and the kit's wheels unpacked,
 #                   devtools/lab/gpu_host/setup.sh, the random checkpoint; then the job starts detached
 #                   (setsid, once no other process computes on the GPU) and it polls
-#   poll            wait for the job (to the call's deadline), bringing back what there is every minute
+#   poll            wait for the job for up to POLL_S seconds, copying what there is to $OUT every
+#                   minute (if set); call it again until it says the job ended
 # Settings (environment), with their defaults:
 #   HOST_DIR (required)  the host's work directory: kit/, bundle/, wheels/, gpu/, ckpt/ and the job's
 #                        output go there
 #   JOB=arms             arms | gpu-check | coldstart
-#   PIECES=.gpu          the carried pieces' folder in the checkout (left out of the kit's copy, as is .whl)
+#   PIECES=.gpu          the pieces copied with the checkout (left out of the kit's copy, as is .whl)
 #   STAGE=$HOST_DIR/stage  where the pieces gather until setup unpacks them
-#   EXTRA_WHEELS=.whl/extra  wheels installed as tools (py-spy), if the call carries them
-#   POLL_S=540           how long one call waits (keep it under the device's limit per call)
+#   EXTRA_WHEELS=.whl/extra  wheels installed as tools (py-spy), if they were copied
+#   POLL_S=540           how long setup and poll wait for the job before they return (it runs on)
+#   OUT                  where results are copied as they come (unset: they stay under HOST_DIR)
 #   ARMS_ARGS            arms: the options after the checkpoint (e.g. --arms docs/engine-arms-h200/arms.toml
 #                        --latency-seconds 15 --seconds 20; default: its own default arms)
 #   GC_ARGS              gpu-check: its extra arguments (none)
@@ -101,7 +105,7 @@ poll() {
   running && echo "$job still running" || echo "$job ended"
   collect
 }
-stage_here() {  # the pieces this call carries
+stage_here() {  # the pieces copied with the checkout
   local f d
   for f in "$pieces"/*/part.*; do
     [ -f "$f" ] || continue

@@ -4,7 +4,7 @@
 # into another, as the image keeps them apart (vLLM in the system python, the gateway in a venv).
 #
 # Usage: devtools/lab/gpu_host/setup.sh BUNDLE_DIR KIT_WHEELS_DIR PREFIX
-#   BUNDLE_DIR: the untarred bundle of ../shared/tools/gpu-bundle.sh (bundle/whl/*.whl)
+#   BUNDLE_DIR: the untarred vLLM bundle (bundle/whl/*.whl: vLLM 0.32.0's CUDA wheel and its wheels)
 #   KIT_WHEELS_DIR: wheels of requirements/gateway.lock, locust and matplotlib (cp312, manylinux)
 #   PREFIX (a new directory of this host's choosing): gets site/ (vLLM), kit/ (the kit's dependencies) and bin/ (`vllm`,
 #   `engine-python`, `dgemma`); put PREFIX/bin first on PATH.

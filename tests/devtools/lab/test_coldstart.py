@@ -1,5 +1,6 @@
-"""The cold-start accounting's tooling on CPU: the start options of devtools/lab/coldstart.py, and the
-committed H200 report (docs/cold-start-h200) as its analyzer makes it from the committed raw starts."""
+"""The cold-start accounting's tooling on CPU: the start options of devtools/lab/coldstart.py, and its
+analyzer on a cut of two H200 starts (tests/data/cold-start/: one whole, one with py-spy's first
+seconds), giving the summary and timeline it gave when the cut was made."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from devtools.lab.coldstart import parse_start
 
 pytestmark = pytest.mark.unit
 
-REPORT = Path(__file__).resolve().parents[3] / "docs" / "cold-start-h200"
+CUT = Path(__file__).resolve().parents[3] / "tests" / "data" / "cold-start"
 
 
 def test_a_start_takes_its_options() -> None:
@@ -29,10 +30,12 @@ def test_a_start_takes_its_options() -> None:
             parse_start(bad)
 
 
-def test_the_committed_summary_is_what_the_analyzer_makes_of_the_committed_starts(tmp_path: Path) -> None:
+def test_the_analyzer_makes_the_summary_and_timeline_of_two_starts(tmp_path: Path) -> None:
     copy = tmp_path / "report"
-    shutil.copytree(REPORT / "starts", copy / "starts")
+    shutil.copytree(CUT / "starts", copy / "starts")
     assert coldstart_analyze.main([str(copy)]) == 0
-    assert (copy / "summary.md").read_text() == (REPORT / "summary.md").read_text()
-    for timeline in REPORT.glob("timeline-*.txt"):
-        assert (copy / timeline.name).read_text() == timeline.read_text()
+    assert (copy / "summary.md").read_text() == (CUT / "summary.md").read_text()
+    assert sorted(p.name for p in copy.glob("timeline-*.txt")) == ["timeline-11.txt"]
+    assert (copy / "timeline-11.txt").read_text() == (CUT / "timeline-11.txt").read_text()
+    summary = (copy / "summary.md").read_text()
+    assert "05-restored-fork" in summary and "11-restored-fork-pyspy" in summary

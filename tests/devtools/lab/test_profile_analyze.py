@@ -1,6 +1,6 @@
 """The engine profile's analyzer (devtools/lab/profile_analyze.py) on CPU: the committed H200 tables
-(docs/throughput-h200/analysis.md) as it makes them from the committed profiles, and the README's
-figures among them."""
+(docs/throughput-h200/analysis.md) as it makes them from the run's profiles (their copy in
+tests/data/throughput-h200/, 99 kB), and the README's figures among them."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ from devtools.lab import profile_analyze
 
 pytestmark = pytest.mark.unit
 
-REPORT = Path(__file__).resolve().parents[3] / "docs" / "throughput-h200"
+ROOT = Path(__file__).resolve().parents[3]
+REPORT = ROOT / "docs" / "throughput-h200"
+PROFILES = ROOT / "tests" / "data" / "throughput-h200" / "profiles.tar.gz"
 
 
 def test_the_committed_tables_are_what_the_analyzer_makes_of_the_committed_profiles(tmp_path: Path) -> None:
-    shutil.copy(REPORT / "profiles.tar.gz", tmp_path)
+    shutil.copy(PROFILES, tmp_path)
     assert profile_analyze.main([str(tmp_path), "--halve-waiting"]) == 0
     made = (tmp_path / "analysis.md").read_text()
     assert made == (REPORT / "analysis.md").read_text()
@@ -36,7 +38,7 @@ def test_the_committed_tables_are_what_the_analyzer_makes_of_the_committed_profi
 
 
 def test_an_untarred_run_reads_the_same_and_a_missing_one_is_refused(tmp_path: Path) -> None:
-    with tarfile.open(REPORT / "profiles.tar.gz") as tar:
+    with tarfile.open(PROFILES) as tar:
         tar.extractall(tmp_path, filter="data")
     assert profile_analyze.main([str(tmp_path), "--halve-waiting"]) == 0
     assert (tmp_path / "analysis.md").read_text() == (REPORT / "analysis.md").read_text()
