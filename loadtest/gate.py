@@ -168,8 +168,14 @@ def start_locust(
 
 
 def finish_locust(proc: subprocess.Popen[str], phase: GatePhase, out: Path) -> None:
-    """Wait for a Locust run and put its figures on `phase`; a failed run is a GateError."""
-    _, stderr = proc.communicate()
+    """Wait for a Locust run and put its figures on `phase`; a failed run is a GateError. Interrupted
+    (Ctrl-C, a signal to this process alone), it stops the run first: no load is left behind."""
+    try:
+        _, stderr = proc.communicate()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
     if proc.returncode != 0:
         raise GateError(f"locust failed in the {phase.name} phase:\n{stderr[-3000:]}")
     phase.stats = _aggregated(out / f"{phase.name}_stats.csv")

@@ -228,6 +228,7 @@ def test_ctrl_c_during_the_gate_says_where_it_stopped_and_the_next_run_goes_on(c
     """SIGINT while the gate loads the candidate: exit 130 with where it stopped and how to go on;
     the traffic stays where it was; the same command again replaces the candidate's tag and moves the
     traffic."""
+    import os
     import signal
     import subprocess
     import sys
@@ -242,31 +243,54 @@ def test_ctrl_c_during_the_gate_says_where_it_stopped_and_the_next_run_goes_on(c
             "--allow-dirty", "--id-token", "off", "--warmup-seconds", "30", *FAST_GATE, "--project", PROJECT,
             "--region", REGION, "--workdir", str(cloud.work)]  # fmt: skip
     env = {**cloud.env, "DGEMMA_ENGINE_CANVAS": "40"}
-    proc = subprocess.Popen(
-        argv, cwd=cloud.work.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    proc = subprocess.Popen(  # a session of its own: what it starts is in its process group
+        argv,
+        cwd=cloud.work.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     lines: dict[str, list[str]] = {"out": [], "err": []}
-    gating = threading.Event()
 
     def read(name: str) -> None:
         stream = proc.stdout if name == "out" else proc.stderr
         assert stream is not None
-        for line in stream:
-            lines[name].append(line)
-            if "smoke decision valid" in line:  # the candidate is ready: the next step is the gate
-                gating.set()
+        lines[name].extend(stream)
+
+    def locust_running() -> bool:
+        """A Locust run in the deploy's process group: the gate is loading the candidate."""
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                cmdline = (stat.parent / "cmdline").read_bytes()
+            except OSError:
+                continue  # gone meanwhile
+            if int(fields[2]) == proc.pid and b"locust" in cmdline:
+                return True
+        return False
 
     readers = [threading.Thread(target=read, args=(name,), daemon=True) for name in lines]
     for reader in readers:
         reader.start()
-    # On the deploy's own word, not after a pause: a loaded machine may take any time to get there.
-    assert gating.wait(timeout=240) and proc.poll() is None, "".join(lines["out"])[-2000:]
-    time.sleep(0.5)  # inside the gate's Locust run (its windows take 6 s)
+    # On the gate's own process, not after a pause: a loaded machine may take any time to get there.
+    deadline, gating = time.monotonic() + 240, False
+    while proc.poll() is None and not gating and time.monotonic() < deadline:
+        gating = locust_running()
+        time.sleep(0.1)
+    assert gating and proc.poll() is None, "the deploy's gate did not run"
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=120)
     for reader in readers:
         reader.join(timeout=30)
     out, err = "".join(lines["out"]), "".join(lines["err"])
+    try:  # the signal went to the deploy alone, and it stopped the gate's Locust run: nothing is left
+        os.killpg(proc.pid, 0)
+        left = subprocess.run(["ps", "-o", "pid,args", "-g", str(proc.pid)], capture_output=True, text=True)
+        raise AssertionError(f"left running after Ctrl-C:\n{left.stdout}")
+    except ProcessLookupError:
+        pass
     assert proc.returncode == 130, out[-2000:] + err[-2000:]
     said = " ".join(out.split())
     assert "interrupted during:" in said and "Run the same command again to go on" in said
