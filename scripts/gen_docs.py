@@ -103,7 +103,13 @@ def coldstart() -> str:
 
 
 def restored() -> str:
-    from deploy.cloud.coldstart import RESTORED_ENGINE, restored_phases, restored_total
+    from deploy.cloud.coldstart import (
+        RESTORED_ENGINE,
+        restored_arrival,
+        restored_engine,
+        restored_total,
+        span,
+    )
     from deploy.runtime.settings import WEIGHTS_MODES
 
     rows = [
@@ -112,16 +118,11 @@ def restored() -> str:
         "| phase | H200, measured | factor | L4, projected | why the factor |",
         "| --- | ---: | ---: | ---: | --- |",
     ]
-    for r in RESTORED_ENGINE:
-        low, high = r.h200_s * r.low_x, r.h200_s * r.high_x
-        rows.append(
-            f"| {r.name} | {r.h200_s:.1f} | x{r.low_x:g}-{r.high_x:g} | {low:.1f}-{high:.1f} | {r.why} |"
-        )
+    for r, p in zip(RESTORED_ENGINE, restored_engine(), strict=True):
+        factor, l4 = f"x{r.low_x:g}-{r.high_x:g}", f"{p.low_s:.1f}-{p.high_s:.1f}"
+        rows.append(f"| {r.name} | {r.h200_s:.1f} | {factor} | {l4} | {r.why} |")
     h200 = sum(r.h200_s for r in RESTORED_ENGINE)
-    low, high = (
-        sum(r.h200_s * r.low_x for r in RESTORED_ENGINE),
-        sum(r.h200_s * r.high_x for r in RESTORED_ENGINE),
-    )
+    low, high = span(restored_engine())
     rows += [f"| **the engine** | **{h200:.1f}** | | **{low:.0f}-{high:.0f}** | |", ""]
     rows += [
         "Per weights mode (seconds):",
@@ -129,11 +130,9 @@ def restored() -> str:
         "| weights mode | phase | seconds | kind | how |",
         "| --- | --- | ---: | --- | --- |",
     ]
-    engine = {r.name for r in RESTORED_ENGINE}
     for mode in WEIGHTS_MODES:
-        for p in restored_phases(mode):
-            if p.name not in engine:
-                rows.append(f"| {mode} | {p.name} | {p.low_s:.0f}-{p.high_s:.0f} | {p.kind} | {p.how} |")
+        for p in restored_arrival(mode):
+            rows.append(f"| {mode} | {p.name} | {p.low_s:.0f}-{p.high_s:.0f} | {p.kind} | {p.how} |")
         rows.append(f"| {mode} | the engine, above | {low:.0f}-{high:.0f} | projected | |")
         total_low, total_high = restored_total(mode)
         rows.append(

@@ -108,10 +108,14 @@ def phases(mode: WeightsMode) -> list[StartPhase]:
     return [*COMMON_START, *WEIGHTS[mode], *COMMON_END]
 
 
+def span(ps: list[StartPhase]) -> tuple[float, float]:
+    """(low, high) seconds of phases one after the other."""
+    return sum(p.low_s for p in ps), sum(p.high_s for p in ps)
+
+
 def total(mode: WeightsMode) -> tuple[float, float]:
     """(low, high) seconds from a request to a scaled-to-zero service to its answer."""
-    ps = phases(mode)
-    return sum(p.low_s for p in ps), sum(p.high_s for p in ps)
+    return span(phases(mode))
 
 
 @dataclass(frozen=True)
@@ -191,19 +195,25 @@ _ARRIVAL_NAMES = {
 }
 
 
-def restored_phases(mode: WeightsMode) -> list[StartPhase]:
-    """A restored start on an L4 in `mode`: the container, the weights' arrival, then the H200's
-    measured engine phases times their factors."""
-    arrival = [p for p in WEIGHTS[mode] if p.name in _ARRIVAL_NAMES[mode]]
-    engine = [
+def restored_engine() -> list[StartPhase]:
+    """The engine's phases of a restored start on an L4: the H200's, times their factors."""
+    return [
         StartPhase(r.name, r.h200_s * r.low_x, r.h200_s * r.high_x, "projected",
                    f"{r.h200_s:.1f} s on an H200 x{r.low_x:g}-{r.high_x:g}: {r.why}")
         for r in RESTORED_ENGINE
     ]  # fmt: skip
-    return [COMMON_START[0], *arrival, *engine]
+
+
+def restored_arrival(mode: WeightsMode) -> list[StartPhase]:
+    """What a restored start on an L4 waits for before the engine: the container, the weights."""
+    return [COMMON_START[0], *(p for p in WEIGHTS[mode] if p.name in _ARRIVAL_NAMES[mode])]
+
+
+def restored_phases(mode: WeightsMode) -> list[StartPhase]:
+    """A restored start on an L4 in `mode`: the container, the weights' arrival, then the engine."""
+    return [*restored_arrival(mode), *restored_engine()]
 
 
 def restored_total(mode: WeightsMode) -> tuple[float, float]:
     """(low, high) seconds of a restored start on an L4: a revision's instances after its first."""
-    ps = restored_phases(mode)
-    return sum(p.low_s for p in ps), sum(p.high_s for p in ps)
+    return span(restored_phases(mode))

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from deploy.cloud.coldstart import RESTORED_ENGINE, restored_phases, restored_total
+from deploy.cloud.coldstart import (
+    _ARRIVAL_NAMES,
+    RESTORED_ENGINE,
+    restored_arrival,
+    restored_phases,
+    restored_total,
+)
 from deploy.runtime.settings import WEIGHTS_MODES
 from scripts.gen_docs import PROJECTION_DOC, replace, restored
 
@@ -49,13 +55,15 @@ def test_the_h200_figures_are_the_reports_steady_start_and_add_up_to_its_ready()
 
 
 def test_every_mode_adds_the_container_and_the_weights_arrival_to_the_engine() -> None:
+    assert all(r.low_x >= 1 and r.high_x >= r.low_x for r in RESTORED_ENGINE)
     engine_low = sum(r.h200_s * r.low_x for r in RESTORED_ENGINE)
     for mode in WEIGHTS_MODES:
         phases = restored_phases(mode)
         assert phases[0].name == "instance and container up"
+        # Each arrival phase is named in the cold start's own list: a renamed one would drop out.
+        assert [p.name for p in restored_arrival(mode)[1:]] == list(_ARRIVAL_NAMES[mode])
         low, high = restored_total(mode)
         assert low > engine_low + 6 and high > low
-        assert all(r.low_x >= 1 and r.high_x >= r.low_x for r in RESTORED_ENGINE)
     # baked: the image streams the weights; the other modes' arrival has no image row
     assert any("image" in p.name for p in restored_phases("baked"))
     assert not any("image" in p.name for p in restored_phases("download"))
