@@ -44,9 +44,11 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field
 
 from app.core.config import ConfigError
 from app.core.net import free_port, free_ports
@@ -57,40 +59,39 @@ from deploy.gpucheck.child import DgemmaRun, run_env
 from deploy.gpucheck.startlog import cache_save_ended, parse_start_log
 from deploy.runtime import nvidia_smi
 from deploy.runtime.gpu_budget import GPUS
+from devtools.lab.sweep import Entry, shorthand, validated
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE_MIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / 2**20
 
 
-@dataclass
-class StartSpec:
-    name: str
-    env: dict[str, str] = field(default_factory=dict)
-    pyspy_hz: int = 0
-    timeout_s: float = 900.0
+class StartSpec(Entry):
+    """One start of the run (`--start NAME[:OPTION,...]`)."""
+
+    env: dict[str, str] = Field(default_factory=dict)
+    pyspy_hz: int = Field(0, ge=0)
+    timeout_s: float = Field(900.0, gt=0)
 
 
 def parse_start(spec: str) -> StartSpec:
     """`NAME[:OPTION,...]` (the module's docstring lists the options)."""
-    name, _, options = spec.partition(":")
-    if not name or not name.replace("-", "").replace("_", "").isalnum():
-        raise ConfigError(f"--start {spec!r}: a name of letters, digits, '-' and '_' first")
-    s = StartSpec(name)
-    for option in filter(None, options.split(",")):
+    name, options = shorthand(spec)
+    fields: dict[str, Any] = {"name": name, "env": {}}
+    for option in options:
         key, eq, value = option.partition("=")
         if option == "debug":
-            s.env |= {"VLLM_LOGGING_LEVEL": "DEBUG", "DGEMMA_LOG_LEVEL": "DEBUG"}
+            fields["env"] |= {"VLLM_LOGGING_LEVEL": "DEBUG", "DGEMMA_LOG_LEVEL": "DEBUG"}
         elif option == "importtime":
-            s.env |= {"PYTHONPROFILEIMPORTTIME": "1", "DGEMMA_LOG_LEVEL": "DEBUG"}
-        elif key == "pyspy" and value.isdigit():
-            s.pyspy_hz = int(value)
-        elif key == "timeout" and value.replace(".", "", 1).isdigit():
-            s.timeout_s = float(value)
+            fields["env"] |= {"PYTHONPROFILEIMPORTTIME": "1", "DGEMMA_LOG_LEVEL": "DEBUG"}
+        elif key == "pyspy":
+            fields["pyspy_hz"] = value
+        elif key == "timeout":
+            fields["timeout_s"] = value
         elif eq and key and key.upper() == key:
-            s.env[key] = value
+            fields["env"][key] = value
         else:
             raise ConfigError(f"--start {spec!r}: unknown option {option!r}")
-    return s
+    return validated(StartSpec, fields, f"--start {spec!r}")
 
 
 # -- the processes under `dgemma run` ---------------------------------------------------------------

@@ -24,7 +24,8 @@ short still leaves the arms it did. Compare arms within one run only: hosts diff
 The arms are a TOML file, one `[[arm]]` table per run in run order: `name`, `fields` (a table of
 `EngineSettings` fields, deploy/runtime/settings.py, and their values), `replicas` and `env` (other
 variables of the kit's processes: Python's and torch's own); `--arm NAME[:FIELD=VALUE,...]` is the
-shorthand of one table (`env.NAME=VALUE` for an `env` entry). The run writes its arms to DIR/arms.toml,
+shorthand of one table (`env.NAME=VALUE` for an `env` entry); both are devtools/lab/sweep.py's
+record, as toy_sweep's runs and coldstart's starts are. The run writes its arms to DIR/arms.toml,
 beside its report. A name given again runs that arm again; `baseline` with no fields is today's settings;
 `engine_gpu=h200` runs that GPU's serving profile (its seqs, batched tokens and graph cap, the
 gateway admitting as many decisions as it has seqs) and holds it to that GPU's memory;
@@ -51,13 +52,12 @@ import signal
 import statistics
 import sys
 import time
-import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import ValidationError
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from app.core.config import ConfigError, env_names
 from app.core.models import validation_problems
@@ -71,6 +71,7 @@ from deploy.gpucheck.sampling import Samples, sampling
 from deploy.runtime.gpu_budget import GPU_NAMES, GPUS
 from deploy.runtime.nvidia_smi import detect_gpu, used_mib
 from deploy.runtime.settings import EngineSettings
+from devtools.lab.sweep import Entry, Record, read_toml, shorthand, validated
 from devtools.tables import header, row
 
 L4_MIB = round(GPUS["l4"] * 1024)
@@ -87,21 +88,56 @@ MAX_REPLICAS = 4
 ARMS_HEADER = (
     "# The arms of this run, in run order (python -m devtools.lab.engine_arms CKPT --arms FILE).\n\n"
 )
-ARM_KEYS = frozenset({"name", "fields", "replicas", "env"})  # an [[arm]] table's keys
 # An arm's `env` names the process environment the kit's settings do not hold (Python's and torch's
 # own switches: PYTHONPYCACHEPREFIX, TORCH_COMPILE_JOB_ID); the kit's own go through `fields`.
 ENV_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 SETTLE_S = 3.0  # the queue's first seconds of a level are the ramp, not the steady state
 
 
-@dataclass(frozen=True)
-class Arm:
-    """One engine configuration: `EngineSettings` fields and their values, as given."""
+class Arm(Entry):
+    """One engine configuration: `EngineSettings` fields and their values, as the environment
+    carries them (an `[[arm]]` table, or `--arm NAME:FIELD=VALUE,...`)."""
 
-    name: str
-    settings: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = Field(default_factory=dict, alias="fields")
     replicas: int = 1  # copies of the kit on the one GPU, the load split evenly between them
-    extra_env: dict[str, str] = field(default_factory=dict)  # the arm's `env`: beyond the kit's settings
+    extra_env: dict[str, str] = Field(default_factory=dict, alias="env")  # beyond the kit's settings
+
+    @field_validator("settings", "extra_env", mode="before")
+    @classmethod
+    def _as_environment(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError("a table of NAME = VALUE is needed")
+        return {str(k): _env_value(k, v) for k, v in value.items()}
+
+    @field_validator("replicas", mode="before")
+    @classmethod
+    def _replicas(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPLICAS:
+            raise ValueError(f"{value!r}; 1 to {MAX_REPLICAS}")
+        return value
+
+    @field_validator("extra_env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for var in value:
+            if not var or not set(var) <= ENV_NAME_CHARS or var.startswith("DGEMMA_"):
+                raise ValueError(
+                    f"{var!r}: an upper-case variable name, not the kit's DGEMMA_ ones (those are fields)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _as_the_supervisor_reads_them(self) -> Arm:
+        for key, value in self.settings.items():
+            if key not in EngineSettings.model_fields:
+                raise ValueError(f"{key!r} is not an EngineSettings field")
+            if key == "engine_gpu" and value not in GPUS:
+                raise ValueError(f"engine_gpu {value!r}; known: {', '.join(GPUS)}")
+        try:
+            self.engine("l4")
+        except ValidationError as e:
+            raise ValueError(validation_problems(e)) from e
+        return self
 
     def env(self, out: Path | None = None) -> dict[str, str]:
         """The settings as the supervisor reads them (DGEMMA_ENGINE_...), and the arm's own `env`,
@@ -124,114 +160,61 @@ class Arm:
         return self.engine(gpu).engine_max_cudagraph_capture_size or VLLM_CAPTURE
 
 
-def parse_arms(specs: list[str]) -> list[Arm]:
-    """The run's arms in order from `NAME[:FIELD=VALUE,...]` (the `--arm` shorthand); each value
-    checked as `EngineSettings` would read it. A name seen before, alone or with the same fields,
-    runs that arm again."""
-    entries: list[tuple[str, list[tuple[str, str]]]] = []
-    for spec in specs:
-        name, _, rest = spec.partition(":")
-        items = []
-        for item in filter(None, (part.strip() for part in rest.split(","))):
-            key, eq, value = item.partition("=")
-            if not eq:
-                raise ConfigError(f"arm {name.strip()}: {item!r} is not FIELD=VALUE")
-            items.append((key.strip(), value.strip()))
-        entries.append((name.strip(), items))
-    return _plan(entries)
-
-
-def load_arms(path: Path) -> list[Arm]:
-    """The run's arms in order from a TOML file: one `[[arm]]` table per run, with `name`, `fields`
-    (`EngineSettings` fields and their values) and `replicas`; a name seen before, alone or with the
-    same fields, runs that arm again (as `parse_arms`). Every refusal is one line."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise ConfigError(f"arms file {path}: {e.strerror or e}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"arms file {path}: not TOML: {e}") from e
-    if set(data) - {"arm"}:
-        keys = ", ".join(repr(k) for k in sorted(set(data) - {"arm"}))
-        raise ConfigError(f"arms file {path}: unknown key {keys}; each arm is an [[arm]] table")
-    tables = data.get("arm", [])
-    if not isinstance(tables, list):
-        raise ConfigError(f"arms file {path}: 'arm' must be an array of tables ([[arm]])")
-    entries: list[tuple[str, list[tuple[str, str]]]] = []
-    for i, table in enumerate(tables, start=1):
-        where = f"arms file {path}, arm {i}"
-        extra = sorted(set(table) - ARM_KEYS)
-        if extra:
-            raise ConfigError(f"{where}: unknown key {extra[0]!r}; an arm has {', '.join(sorted(ARM_KEYS))}")
-        name = table.get("name")
-        if not isinstance(name, str):
-            raise ConfigError(f"{where}: a name (a string) is needed")
-        fields = table.get("fields", {})
-        if not isinstance(fields, dict):
-            raise ConfigError(f"{where} ({name}): fields must be a table of FIELD = VALUE")
-        items = [(str(k), _toml_value(f"{where} ({name})", k, v)) for k, v in fields.items()]
-        if "replicas" in table:
-            replicas = table["replicas"]
-            if isinstance(replicas, bool) or not isinstance(replicas, int):
-                raise ConfigError(f"{where} ({name}): replicas {replicas!r}; 1 to {MAX_REPLICAS}")
-            items.append(("replicas", str(replicas)))
-        env = table.get("env", {})
-        if not isinstance(env, dict):
-            raise ConfigError(f"{where} ({name}): env must be a table of NAME = VALUE")
-        items += [(f"env.{k}", _toml_value(f"{where} ({name})", k, v)) for k, v in env.items()]
-        entries.append((name, items))
-    return _plan(entries, f"arms file {path}: ")
-
-
-def _toml_value(where: str, key: str, value: object) -> str:
-    """A field's value as the supervisor's environment carries it."""
+def _env_value(key: object, value: object) -> str:
+    """A TOML value as the supervisor's environment carries it."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (str, int, float)):
         return str(value)
-    raise ConfigError(f"{where}: {key} = {value!r}; a string, a number or a boolean")
+    raise ValueError(f"{key} = {value!r}; a string, a number or a boolean")
 
 
-def _plan(entries: list[tuple[str, list[tuple[str, str]]]], prefix: str = "") -> list[Arm]:
-    """Arms from (name, [(FIELD, VALUE), ...]) in run order, each checked."""
+def parse_arms(specs: list[str]) -> list[Arm]:
+    """The run's arms in order from `NAME[:FIELD=VALUE,...]` (the `--arm` shorthand of one `[[arm]]`
+    table: `replicas=N`, `env.NAME=VALUE`); a name seen before, alone or with the same fields, runs
+    that arm again."""
+    tables: list[dict[str, Any]] = []
+    for spec in specs:
+        name, options = shorthand(spec)
+        table: dict[str, Any] = {"name": name}
+        for item in options:
+            key, eq, value = (part.strip() for part in item.partition("="))
+            if not eq:
+                raise ConfigError(f"--arm {spec!r}: {item!r} is not FIELD=VALUE")
+            if key == "replicas":
+                table["replicas"] = int(value) if value.isdigit() else value
+            elif key.startswith("env."):
+                table.setdefault("env", {})[key.removeprefix("env.")] = value
+            else:
+                table.setdefault("fields", {})[key] = value
+        tables.append(table)
+    return _plan([validated(Arm, t, f"--arm {s!r}") for s, t in zip(specs, tables, strict=True)], "")
+
+
+def load_arms(path: Path) -> list[Arm]:
+    """The run's arms in order from a TOML file: one `[[arm]]` table per run, with `name`, `fields`
+    (`EngineSettings` fields and their values), `replicas` and `env`; a name seen before, alone or with
+    the same fields, runs that arm again (as `parse_arms`). Every refusal is one line."""
+    where = f"arms file {path}"
+    plan = validated(ArmsFile, read_toml(path, "arms file"), where, entries="arm")
+    return _plan(list(plan.arm), f"{where}: ")
+
+
+class ArmsFile(Record):
+    """An arms file: its `[[arm]]` tables in run order."""
+
+    arm: tuple[Arm, ...] = ()
+
+
+def _plan(arms: list[Arm], prefix: str) -> list[Arm]:
+    """The arms in run order, an arm named again alone being the first of that name."""
     known: dict[str, Arm] = {}
     plan: list[Arm] = []
-    for name, items in entries:
-        if not name or not all(c.isalnum() or c in "-_." for c in name):
-            raise ConfigError(f"{prefix}arm {name!r}: a name of letters, digits, '-', '_' or '.' comes first")
-        settings: dict[str, str] = {}
-        extra_env: dict[str, str] = {}
-        replicas = 1
-        for key, value in items:
-            if key.startswith("env."):
-                var = key.removeprefix("env.")
-                if not var or not set(var) <= ENV_NAME_CHARS or var.startswith("DGEMMA_"):
-                    raise ConfigError(
-                        f"{prefix}arm {name}: env {var!r}: an upper-case variable name, not the kit's "
-                        f"DGEMMA_ ones (those are fields)"
-                    )
-                extra_env[var] = value
-                continue
-            if key == "replicas":
-                if not value.isdigit() or not 1 <= int(value) <= MAX_REPLICAS:
-                    raise ConfigError(f"{prefix}arm {name}: replicas {value!r}; 1 to {MAX_REPLICAS}")
-                replicas = int(value)
-                continue
-            if key not in EngineSettings.model_fields:
-                raise ConfigError(f"{prefix}arm {name}: {key!r} is not an EngineSettings field")
-            if key == "engine_gpu" and value not in GPUS:
-                raise ConfigError(f"{prefix}arm {name}: engine_gpu {value!r}; known: {', '.join(GPUS)}")
-            settings[key] = value
-        arm = Arm(name, settings, replicas, extra_env)
-        try:
-            arm.engine("l4")  # the values checked as the supervisor would read them
-        except ValidationError as e:
-            raise ConfigError(f"{prefix}arm {name}: {validation_problems(e)}") from e
-        except ValueError as e:
-            raise ConfigError(f"{prefix}arm {name}: {' '.join(str(e).split())}") from e
-        if name in known and (items and known[name] != arm):
-            raise ConfigError(f"{prefix}arm {name} is given twice with different settings")
-        plan.append(known.setdefault(name, arm))
+    for arm in arms:
+        bare = not (arm.settings or arm.extra_env or arm.replicas != 1)
+        if arm.name in known and not bare and known[arm.name] != arm:
+            raise ConfigError(f"{prefix}arm {arm.name} is given twice with different settings")
+        plan.append(known.setdefault(arm.name, arm))
     if not plan:
         raise ConfigError(f"{prefix}no arms to run")
     return plan

@@ -19,55 +19,93 @@ The sweep is a TOML file. Each `[[run]]` table is one training, started as its o
 
 `mix` is train_toy.py's --mix: entries of deploy/models/scripts/alert_corpus/data/weights.toml to draw
 with instead of the file's, as a table or the name of a TOML file beside the sweep's; a run's entries
-are laid over the defaults' (a table's one by one). Each run's folder gets the mix it trained with
-(`mix.toml`), its log (`train.log`) and its checkpoint (`out/`, with train_log.json). WORK_DIR gets a
-copy of the sweep's TOML (`sweep.toml`) and, once every run has ended, `summary.json`: per run its
-note, seed, mix, arguments and exit status, and from its train_log.json the steps done, the training
-seconds, the mean prompt length, the dev report and the team question's train accuracy per logged
-step (the policy's team reads). `summary` rebuilds it from WORK_DIR, e.g. after runs this process no
-longer waits on.
+are laid over the defaults' (a table's one by one). Every table is a record of devtools/lab/sweep.py, as
+engine_arms' arms and coldstart's starts are: one name rule, one-line refusals. Each run's folder gets
+the mix it trained with (`mix.toml`), its log (`train.log`) and its checkpoint (`out/`, with
+train_log.json). WORK_DIR gets a copy of the sweep's TOML (`sweep.toml`) and, once every run has ended,
+`summary.json`: per run its note, seed, mix, arguments and exit status, and from its train_log.json the
+steps done, the training seconds, the mean prompt length, the dev report and the team question's train
+accuracy per logged step (the policy's team reads). `summary` rebuilds it from WORK_DIR, e.g. after runs
+this process no longer waits on.
 
-Standard library only, run from a checkout on any host whose `--python` (default: this one) has
-torch and transformers (a pinned transformers wheel can be put on PYTHONPATH; the environment passes
-through); `--device cuda` in the runs' arguments wants a GPU and its driver. `--dry-run` checks the
-sweep and prints each run's command, and writes nothing.
+The sweep's file is read as devtools/lab/sweep.py's records (the kit's packages: pydantic). Run from a
+checkout on any host whose `--python` (default: this one) has torch and transformers (a pinned
+transformers wheel can be put on PYTHONPATH; the environment passes through); `--device cuda` in the
+runs' arguments wants a GPU and its driver. `--dry-run` checks the sweep and prints each run's command,
+and writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, StrictInt, field_validator, model_validator
+
+from app.core.config import ConfigError
+from devtools.lab.sweep import Entry, Record, read_toml, validated
+
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_TOY = ROOT / "deploy" / "models" / "scripts" / "train_toy.py"
-SWEEP_KEYS = ("defaults", "run")
-DEFAULTS_KEYS = ("mix", "args")
-RUN_KEYS = ("name", "note", "seed", "mix", "args")
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-class SweepError(ValueError):
-    """A sweep file or work directory that cannot be run: one line, naming the file and the entry."""
+def _mix(value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError(f"a table or a TOML file's name is needed, got {value!r}")
+    return value
 
 
-@dataclass(frozen=True)
-class Run:
-    """One training of a sweep."""
+def _args(value: Any) -> Any:
+    if not isinstance(value, list | tuple) or not all(isinstance(a, str) for a in value):
+        raise ValueError(f"a list of strings is needed, got {value!r}")
+    if "--mix" in value:
+        raise ValueError("no --mix here; the run's mix is its `mix` entry")
+    return tuple(value)
 
-    name: str
-    note: str = ""
-    seed: int = 0
-    mix: dict[str, Any] = field(default_factory=dict)
+
+class Defaults(Record):
+    """`[defaults]`: laid under every run's own entries."""
+
+    mix: dict[str, Any] = Field(default_factory=dict)
     args: tuple[str, ...] = ()
+
+    _mix = field_validator("mix", mode="before")(_mix)
+    _args = field_validator("args", mode="before")(_args)
+
+
+class Run(Entry):
+    """One training of a sweep (a `[[run]]` table)."""
+
+    note: str = ""
+    seed: StrictInt = 0
+    mix: dict[str, Any] = Field(default_factory=dict)
+    args: tuple[str, ...] = ()
+
+    _mix = field_validator("mix", mode="before")(_mix)
+    _args = field_validator("args", mode="before")(_args)
+
+
+class Sweep(Record):
+    """A sweep file."""
+
+    defaults: Defaults = Field(default_factory=Defaults)
+    run: tuple[Run, ...] = ()
+
+    @model_validator(mode="after")
+    def _names_once(self) -> Sweep:
+        if not self.run:
+            raise ValueError("no runs; each run is a [[run]] table")
+        names = [r.name for r in self.run]
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice:
+            raise ValueError(f"run {twice!r}: a second run of that name")
+        return self
 
 
 def laid_over(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -79,68 +117,27 @@ def laid_over(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _toml(path: Path, what: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text())
-    except OSError as e:
-        raise SweepError(f"{what} {path}: {e.strerror or e}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise SweepError(f"{what} {path}: not TOML: {e}") from e
-
-
-def _check_keys(table: Any, known: tuple[str, ...], where: str) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise SweepError(f"{where}: a table is needed")
-    extra = sorted(set(table) - set(known))
-    if extra:
-        raise SweepError(f"{where}: unknown key {extra[0]!r} (known: {', '.join(known)})")
-    return table
-
-
-def _mix(value: Any, folder: Path, where: str) -> dict[str, Any]:
-    """A mix given as a table, or as a TOML file's name (relative to the sweep's folder)."""
-    if isinstance(value, str):
-        return _toml(folder / value, f"{where}: mix file")
-    if not isinstance(value, dict):
-        raise SweepError(f"{where}: mix must be a table or a TOML file's name, got {value!r}")
-    return value
-
-
-def _args(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
-        raise SweepError(f"{where}: args must be a list of strings, got {value!r}")
-    if "--mix" in value:
-        raise SweepError(f"{where}: args give no --mix; the run's mix is its `mix` entry")
-    return tuple(value)
+def _read_mix_files(data: dict[str, Any], folder: Path, where: str) -> dict[str, Any]:
+    """`data` with each mix given as a TOML file's name (relative to the sweep's folder) read in."""
+    runs: list[Any] = data["run"] if isinstance(data.get("run"), list) else []
+    for i, table in enumerate([data.get("defaults"), *runs]):
+        if isinstance(table, dict) and isinstance(table.get("mix"), str):
+            name = table.get("name")
+            entry = "defaults" if i == 0 else f"run {name!r}" if isinstance(name, str) else f"run {i}"
+            table["mix"] = read_toml(folder / table["mix"], f"{where}: {entry}: mix file")
+    return data
 
 
 def load_sweep(path: Path) -> list[Run]:
-    """The runs of a sweep file, their defaults laid under them; SweepError names what is wrong."""
-    sweep = _check_keys(_toml(path, "sweep"), SWEEP_KEYS, f"sweep {path}")
-    defaults = _check_keys(sweep.get("defaults", {}), DEFAULTS_KEYS, f"sweep {path}: [defaults]")
-    base_mix = _mix(defaults.get("mix", {}), path.parent, f"sweep {path}: [defaults]")
-    base_args = _args(defaults.get("args", []), f"sweep {path}: [defaults]")
-    tables = sweep.get("run")
-    if not isinstance(tables, list) or not tables:
-        raise SweepError(f"sweep {path}: no runs; each run is a [[run]] table")
-    runs: list[Run] = []
-    for i, table in enumerate(tables, 1):
-        name = table.get("name") if isinstance(table, dict) else None
-        where = f"sweep {path}: run {name!r}" if isinstance(name, str) else f"sweep {path}: run {i}"
-        _check_keys(table, RUN_KEYS, where)
-        if not isinstance(name, str) or not NAME.fullmatch(name):
-            raise SweepError(f"{where}: a name of letters, digits, '.', '_' or '-' is needed, got {name!r}")
-        if name in {r.name for r in runs}:
-            raise SweepError(f"{where}: a second run of that name")
-        seed = table.get("seed", 0)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise SweepError(f"{where}: seed must be an integer, got {seed!r}")
-        note = table.get("note", "")
-        if not isinstance(note, str):
-            raise SweepError(f"{where}: note must be a string, got {note!r}")
-        mix = laid_over(base_mix, _mix(table.get("mix", {}), path.parent, where))
-        runs.append(Run(name, note, seed, mix, base_args + _args(table.get("args", []), where)))
-    return runs
+    """The runs of a sweep file, their defaults laid under them; a ConfigError names what is wrong."""
+    where = f"sweep {path}"
+    data = _read_mix_files(read_toml(path, "sweep"), path.parent, where)
+    sweep = validated(Sweep, data, where, entries="run")
+    base = sweep.defaults
+    return [
+        run.model_copy(update={"mix": laid_over(base.mix, run.mix), "args": base.args + run.args})
+        for run in sweep.run
+    ]
 
 
 def toml_text(table: dict[str, Any], prefix: str = "") -> str:
@@ -156,7 +153,7 @@ def toml_text(table: dict[str, Any], prefix: str = "") -> str:
         elif isinstance(value, int | float):
             lines.append(f"{key} = {value!r}")
         else:
-            raise SweepError(f"mix: {prefix}{key} = {value!r}; a number, a boolean, a string or a table")
+            raise ConfigError(f"mix: {prefix}{key} = {value!r}; a number, a boolean, a string or a table")
     for key, value in tables:
         lines += ["", f"[{prefix}{key}]", toml_text(value, f"{prefix}{key}.").rstrip("\n")]
     return "\n".join(lines).strip("\n") + "\n"
@@ -173,7 +170,7 @@ def start(runs: list[Run], sweep: Path, work: Path, python: str) -> list[tuple[R
     """Each run's folder, its mix and its process (output to train.log), and the sweep's copy."""
     clash = [r.name for r in runs if (work / r.name).exists()]
     if clash:
-        raise SweepError(f"work dir {work}: {clash[0]} is there already; a sweep starts in new folders")
+        raise ConfigError(f"work dir {work}: {clash[0]} is there already; a sweep starts in new folders")
     work.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(sweep, work / "sweep.toml")
     started = []
@@ -215,7 +212,7 @@ def run_summary(folder: Path) -> dict[str, Any]:
 
 def summarize(work: Path) -> dict[str, Any]:
     """summary.json of WORK: per run of its sweep.toml that has a folder, in the sweep's order."""
-    tables = _toml(work / "sweep.toml", "sweep").get("run", [])
+    tables = read_toml(work / "sweep.toml", "sweep").get("run", [])
     names = [str(t["name"]) for t in tables if isinstance(t, dict) and isinstance(t.get("name"), str)]
     summary = {name: run_summary(work / name) for name in names if (work / name / "run.json").exists()}
     (work / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -257,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             return 0
         started = start(runs, args.sweep, args.work, args.python)
-    except SweepError as e:
+    except ConfigError as e:
         print(f"toy_sweep: {e}", file=sys.stderr)
         return 2
     print(f"{len(started)} runs started in {args.work}", flush=True)

@@ -25,8 +25,15 @@ def test_a_start_takes_its_options() -> None:
         "VLLM_LOGGING_LEVEL": "DEBUG", "DGEMMA_LOG_LEVEL": "DEBUG", "VLLM_WORKER_MULTIPROC_METHOD": "fork"
     }  # fmt: skip
     assert parse_start("cold").env == {}
-    for bad in ("restored:pyspy=fast", "re stored", ":debug", "x:lowercase=1"):
-        with pytest.raises(ConfigError):
+    for bad, why in (
+        ("restored:pyspy=fast", "pyspy_hz: Input should be a valid integer"),
+        ("re stored", "name: a name of letters"),
+        (":debug", "name: a name of letters"),
+        ("x:lowercase=1", "unknown option 'lowercase=1'"),
+        ("x:timeout=0", "timeout_s: Input should be greater than 0"),
+        ("x:pyspy=-1", "pyspy_hz: Input should be greater than or equal to 0"),
+    ):
+        with pytest.raises(ConfigError, match=f"^--start '{bad}': {why}"):
             parse_start(bad)
 
 

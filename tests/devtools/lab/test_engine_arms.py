@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from app.core.config import ConfigError
 from app.gateway.settings import GatewaySettings
@@ -127,14 +128,17 @@ def test_arms_from_a_toml_file_are_the_shorthands_arms(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ('[[arm]\nname = "x"\n', "not TOML: "),
-        ('[[arm]]\nname = "x"\nfields = { engine_no_such = 1 }\n', "arm x: 'engine_no_such' is not an"),
-        ('[[arm]]\nname = "x"\nfield = { engine_max_num_seqs = 8 }\n', "arm 1: unknown key 'field'"),
-        ("[[arm]]\nfields = { engine_max_num_seqs = 8 }\n", "arm 1: a name"),
+        ('[[arm]]\nname = "x"\nfields = { engine_no_such = 1 }\n', "arm 'x': 'engine_no_such' is not an"),
+        (
+            '[[arm]]\nname = "x"\nfield = { engine_max_num_seqs = 8 }\n',
+            "arm 'x': unknown key 'field' (known: name, fields, replicas, env)",
+        ),
+        ("[[arm]]\nfields = { engine_max_num_seqs = 8 }\n", "arm 1: name: Field required"),
         ('[[arm]]\nname = "x"\nfields = { engine_async_scheduling = "perhaps" }\n', "valid boolean"),
         ('[[arm]]\nname = "x"\nfields = { engine_max_num_seqs = [8] }\n', "a string, a number or a boolean"),
-        ('[[arm]]\nname = "x"\nreplicas = 9\n', "replicas '9'; 1 to 4"),
-        ('[[arm]]\nname = "x"\nreplicas = "2"\n', "replicas '2'; 1 to 4"),
-        ('name = "x"\n', "unknown key 'name'; each arm is an [[arm]] table"),
+        ('[[arm]]\nname = "x"\nreplicas = 9\n', "arm 'x': replicas: 9; 1 to 4"),
+        ('[[arm]]\nname = "x"\nreplicas = "2"\n', "arm 'x': replicas: '2'; 1 to 4"),
+        ('name = "x"\n', "unknown key 'name' (known: arm)"),
         ("", "no arms"),
     ],
 )
@@ -309,8 +313,10 @@ def test_a_run_cut_short_still_reports_and_nan_is_null(tmp_path: Path) -> None:
 
 
 def test_an_arm_is_a_frozen_value() -> None:
-    arm = Arm("a", {"engine_max_num_seqs": "64"})
-    assert arm == Arm("a", {"engine_max_num_seqs": "64"}) and arm != Arm("a")
+    arm = Arm(name="a", fields={"engine_max_num_seqs": 64})
+    assert arm == Arm(name="a", fields={"engine_max_num_seqs": "64"}) and arm != Arm(name="a")
+    with pytest.raises(ValidationError, match="frozen"):
+        arm.replicas = 2  # type: ignore[misc]
 
 
 def test_an_arms_env_is_the_processes_own_variables(tmp_path: Path) -> None:
@@ -339,7 +345,7 @@ def test_an_arms_env_is_the_processes_own_variables(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="upper-case variable name"):
             parse_arms([bad])
     path.write_text('[[arm]]\nname = "x"\nenv = "PYTHONDONTWRITEBYTECODE=1"\n')
-    with pytest.raises(ConfigError, match="env must be a table"):
+    with pytest.raises(ConfigError, match="arm 'x': env: a table of NAME = VALUE is needed"):
         load_arms(path)
 
 

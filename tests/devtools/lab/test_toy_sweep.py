@@ -16,8 +16,9 @@ from types import ModuleType
 
 import pytest
 
+from app.core.config import ConfigError
 from deploy.devstack.stack import script_module
-from devtools.lab.toy_sweep import TRAIN_TOY, SweepError, command, load_sweep, main, toml_text
+from devtools.lab.toy_sweep import TRAIN_TOY, command, load_sweep, main, toml_text
 
 pytestmark = pytest.mark.unit
 
@@ -65,24 +66,33 @@ def test_a_sweep_lays_each_runs_mix_and_args_over_the_defaults(tmp_path: Path) -
         ("[[run]]\nname = 'a'\nsed = 1\n", "run 'a': unknown key 'sed' (known: name, note, seed, mix, args)"),
         (
             "[defaults]\nmixes = {}\n[[run]]\nname = 'a'\n",
-            "[defaults]: unknown key 'mixes' (known: mix, args)",
+            ": defaults: unknown key 'mixes' (known: mix, args)",
         ),
         ("[[runs]]\nname = 'a'\n", "unknown key 'runs' (known: defaults, run)"),
         ("[defaults]\n", "no runs; each run is a [[run]] table"),
-        ("[[run]]\nname = 'a/b'\n", "run 'a/b': a name of letters, digits"),
+        (
+            "[[run]]\nname = 'a/b'\n",
+            "run 'a/b': name: a name of letters, digits, '.', '_' or '-', a letter or digit first",
+        ),
         ("[[run]]\nname = 'a'\n[[run]]\nname = 'a'\n", "run 'a': a second run of that name"),
-        ("[[run]]\nname = 'a'\nseed = '1'\n", "run 'a': seed must be an integer, got '1'"),
-        ("[[run]]\nname = 'a'\nargs = '--steps 3'\n", "run 'a': args must be a list of strings"),
-        ("[[run]]\nname = 'a'\nargs = ['--mix', 'm.toml']\n", "run 'a': args give no --mix"),
+        ("[[run]]\nname = 'a'\nseed = '1'\n", "run 'a': seed: Input should be a valid integer"),
+        (
+            "[[run]]\nname = 'a'\nargs = '--steps 3'\n",
+            "run 'a': args: a list of strings is needed, got '--steps 3'",
+        ),
+        ("[[run]]\nname = 'a'\nargs = ['--mix', 'm.toml']\n", "run 'a': args: no --mix here"),
         ("[[run]]\nname = 'a'\nmix = 'none.toml'\n", "run 'a': mix file "),
-        ("[[run]]\nname = 'a'\nmix = 0.3\n", "run 'a': mix must be a table or a TOML file's name"),
+        (
+            "[[run]]\nname = 'a'\nmix = 0.3\n",
+            "run 'a': mix: a table or a TOML file's name is needed, got 0.3",
+        ),
     ],
 )
 def test_a_sweep_that_is_not_one_is_refused_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
 ) -> None:
     sweep = _write(tmp_path, text)
-    with pytest.raises(SweepError) as refused:
+    with pytest.raises(ConfigError) as refused:
         load_sweep(sweep)
     assert message in str(refused.value) and "\n" not in str(refused.value)
     assert main(["run", str(sweep), str(tmp_path / "work")]) == 2
