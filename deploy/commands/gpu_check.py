@@ -8,7 +8,8 @@ from pathlib import Path
 NAME = "gpu-check"
 HELP = (
     "on a GPU host with vLLM's CUDA build: start the kit as the image does (cold, then warm compile "
-    "caches), run the load-test gate through the gateway, measure memory against the profile's GPU; "
+    "caches; with --compile-cache-store: cold, restored, then steady, the start most instances see), "
+    "run the load-test gate through the gateway on the cold start, measure memory against the profile's GPU; "
     "writes report.md, report.json and gpu-check.png. Exit 1 when it does not start, fit or meet the gate"
 )
 REQUIRES: tuple[str, ...] = ("locust", "matplotlib")
@@ -35,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compile-cache-store", type=Path,
         help="a directory as the supervisor's compile-cache store (emptied first): the first start "
-        "saves its caches there, the second restores them, as a revision's next instance does",
+        "saves its caches there, the second restores them and saves their second generation, the third "
+        "(steady) restores that, as a revision's later instances do",
     )  # fmt: skip
     parser.add_argument("--latency-seconds", type=int, help="override the gate profile's latency phase")
     parser.add_argument("--throughput-seconds", type=int, help="override the gate profile's batch phase")
