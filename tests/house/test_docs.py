@@ -136,3 +136,11 @@ def test_the_readme_is_a_front_door_that_names_every_room() -> None:
     rooms += [p for p in (ROOT / "deploy").iterdir() if (p / "__init__.py").exists()]
     for room in rooms:
         assert f"`{room.relative_to(ROOT)}/`" in readme, f"the README's room map lacks {room.name}"
+
+
+def test_docs_hold_reports_not_raw_archives() -> None:
+    """Raw logs, traces and tarballs live outside the repository (each report's ARTIFACTS.md gives their
+    digests and the commit that holds them); what a test rebuilds a report from is under tests/data/."""
+    archives = {".gz", ".tgz", ".tar", ".zip", ".xz", ".zst", ".bz2"}
+    found = [str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*") if p.suffix in archives]
+    assert not found, found
