@@ -3,8 +3,8 @@
 - docs/operations.md, settings: from the settings sections, each owned by the room of the process
   that reads it (listed here and nowhere else; an inherited field appears once, under the section
   declaring it);
-- docs/deploy.md, cold start: from deploy/cloud/coldstart.py;
-- docs/cold-start-h200/l4-projection.md, a restored start on an L4: from deploy/cloud/coldstart.py;
+- docs/deploy.md, cold start: from deploy/cloud/start_budget.py;
+- docs/cold-start-h200/l4-projection.md, a restored start on an L4: from deploy/cloud/start_budget.py;
 - docs/deploy.md, costs: from deploy/cloud/costs.py (its prices and assumptions in costs.toml);
 - terraform/README.md, inputs and outputs: from terraform/variables.tf and outputs.tf;
 - monitoring/grafana/dgemma.json, whole: the PromQL panels of monitoring/dashboards.yaml, the panels
@@ -90,7 +90,7 @@ def tables() -> str:
 
 
 def coldstart() -> str:
-    from deploy.cloud.coldstart import phases, total
+    from deploy.cloud.start_budget import phases, total
     from deploy.runtime.settings import WEIGHTS_MODES
 
     rows = ["| weights mode | phase | seconds | kind | how |", "| --- | --- | ---: | --- | --- |"]
@@ -103,7 +103,7 @@ def coldstart() -> str:
 
 
 def restored() -> str:
-    from deploy.cloud.coldstart import (
+    from deploy.cloud.start_budget import (
         RESTORED_ENGINE,
         restored_arrival,
         restored_engine,

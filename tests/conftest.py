@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from app.gateway.main import create_app
-from devtools.harness.stack import LocalStack, local_stack
+from devtools.harness.local_stack import LocalStack, local_stack
 from tests.helpers import cpu
 from tests.helpers.gateway import GatewayFactory, gateway_settings, serving
 from tests.helpers.timing import Timing

@@ -1,6 +1,6 @@
 """What the kit costs a month, per scenario, from one model: the prices and assumptions of
 deploy/cloud/costs.toml, the `l4` gate profile's instance price, gate length and decisions/s floor
-(loadtest/profiles.toml), the checkpoint's size and the cold start (deploy/cloud/coldstart.py), and the
+(loadtest/profiles.toml), the checkpoint's size and the cold start (deploy/cloud/start_budget.py), and the
 GPU instance's size (deploy/cloud/config.py). docs/deploy.md's cost table is generated from here
 (`make docs`). Projections from list prices, not quotes; none of it is billed or measured here.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from deploy.cloud.coldstart import CHECKPOINT_GB, total
 from deploy.cloud.config import DeployConfig
+from deploy.cloud.start_budget import CHECKPOINT_GB, total
 
 COSTS = Path(__file__).with_name("costs.toml")
 Range = tuple[float, float]

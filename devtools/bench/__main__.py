@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from devtools.harness.stack import local_stack
+from devtools.harness.local_stack import local_stack
 from loadtest import overhead
 
 

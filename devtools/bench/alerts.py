@@ -35,8 +35,8 @@ from app.alerts.formats import parse
 from app.alerts.policy import Policy
 from app.core.polling import wait_until
 from devtools.harness.alertrig import Proxy, Receiver, router_process, write_policy
+from devtools.harness.local_stack import ROOT, local_stack
 from devtools.harness.loopback import serve
-from devtools.harness.stack import ROOT, local_stack
 from loadtest.overhead import percentile
 
 TEMPLATE = json.loads((ROOT / "tests" / "data" / "alerts" / "alertmanager_firing.json").read_text())

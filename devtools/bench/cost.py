@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from devtools.harness.stack import ROOT, gateway, instant_engine
+from devtools.harness.local_stack import ROOT, gateway, instant_engine
 from loadtest.corpus import ALERTS, QUESTIONS, decision_body
 from loadtest.overhead import percentile
 

@@ -38,8 +38,8 @@ from devtools.bench.alerts import delivery as new_alert
 from devtools.bench.ledger_outage import SLOW_S, Burst, State, outage_rig
 from devtools.harness.alertrig import POLICY, Receiver, router, write_policy
 from devtools.harness.gcs import fake_gcs
+from devtools.harness.local_stack import ROOT, gateway, instant_engine
 from devtools.harness.loopback import serve
-from devtools.harness.stack import ROOT, gateway, instant_engine
 from loadtest.overhead import percentile
 
 # Store calls one after the other on a new alert's path (app/alerts/triage.py): list the episode,

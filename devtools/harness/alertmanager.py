@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 
 from app.core.polling import wait_until
+from devtools.harness.local_stack import ROOT
 from devtools.harness.loopback import start_until_ready
-from devtools.harness.stack import ROOT
 
 BINARY = "prometheus-alertmanager"
 INSTALL_SCRIPT = ROOT / "scripts" / "install_alertmanager.sh"

@@ -24,8 +24,8 @@ import httpx
 
 from app.core.net import free_port
 from app.core.polling import wait_http_ok
+from devtools.harness.local_stack import ROOT, stop
 from devtools.harness.loopback import Reply, Seen, json_reply
-from devtools.harness.stack import ROOT, stop
 
 ROUTING_KEY = "R0UTINGKEY0123456789012345678901"
 

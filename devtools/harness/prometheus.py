@@ -28,8 +28,8 @@ import httpx
 import yaml
 
 from devtools.harness.alertmanager import ensure_installed as install_debian_binary
+from devtools.harness.local_stack import ROOT, stop
 from devtools.harness.loopback import start_until_ready
-from devtools.harness.stack import ROOT, stop
 
 BINARY = "prometheus"
 RULES = ROOT / "monitoring" / "prometheus" / "dgemma.rules.yml"
@@ -231,7 +231,7 @@ def _start(
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # devtools.harness.stack.stop kills its group if it hangs
+            start_new_session=True,  # devtools.harness.local_stack.stop kills its group if it hangs
         )  # fmt: skip
     return proc
 

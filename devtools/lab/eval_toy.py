@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from deploy.cli import main as dgemma
-from devtools.harness.stack import ROOT, local_stack
+from devtools.harness.local_stack import ROOT, local_stack
 
 DATA = ROOT / "evals" / "data" / "toy-alerts-test.jsonl"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.harness.stack import LocalStack, wait_idle
+from devtools.harness.local_stack import LocalStack, wait_idle
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"
 

@@ -21,8 +21,8 @@ from deploy.runtime.weights import client_from_env
 from devtools.harness.alertmanager import alertmanager
 from devtools.harness.alertrig import POLICY, Proxy, Receiver, RouterProcess, router, write_policy
 from devtools.harness.gcs import fake_gcs
+from devtools.harness.local_stack import gateway, instant_engine
 from devtools.harness.loopback import Reply, Seen, serve
-from devtools.harness.stack import gateway, instant_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("alertmanager_installed")]
 

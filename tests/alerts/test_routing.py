@@ -29,9 +29,9 @@ import pytest
 from app.core.polling import wait_until
 from devtools.harness.alertmanager import alertmanager
 from devtools.harness.alertrig import ROUTING_KEY, Proxy, Receiver, router_process, write_policy
+from devtools.harness.local_stack import ROOT, LocalStack
 from devtools.harness.loopback import serve
 from devtools.harness.metadata import claims_of, fake_metadata
-from devtools.harness.stack import ROOT, LocalStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine, pytest.mark.usefixtures("alertmanager_installed")]
 DATA = Path(__file__).resolve().parents[1] / "data" / "alerts"

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.harness.stack import gateway, instant_engine
+from devtools.harness.local_stack import gateway, instant_engine
 from tests.helpers.gateway import NOUL, decision
 
 pytestmark = pytest.mark.integration

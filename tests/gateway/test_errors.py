@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from app.core.polling import wait_http_ok
-from devtools.harness.stack import LocalStack
+from devtools.harness.local_stack import LocalStack
 from tests.helpers.gateway import NOUL, GatewayFactory, decision
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from devtools.harness.stack import LocalStack
+from devtools.harness.local_stack import LocalStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine]
 

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.core.net import free_port
 from app.core.observability import LOGGERS, TRACE_FIELD, configure_logging
 from app.core.polling import wait_http_ok
-from devtools.harness.stack import ROOT
+from devtools.harness.local_stack import ROOT
 from tests.helpers.gateway import ALERT_QUESTIONS, AppFactory, decision
 
 pytestmark = pytest.mark.inprocess

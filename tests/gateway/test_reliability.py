@@ -12,7 +12,7 @@ import pytest
 
 from devtools.bench.reliability import run
 from devtools.bench.reliability.report import write_report
-from devtools.harness.stack import LocalStack
+from devtools.harness.local_stack import LocalStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine]
 

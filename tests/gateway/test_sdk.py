@@ -20,7 +20,7 @@ from typesafe_sdk import (
     TypeSafeNotFoundError,
 )
 
-from devtools.harness.stack import LocalStack as Stack
+from devtools.harness.local_stack import LocalStack as Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.harness.stack import ROOT, wait_idle
-from devtools.harness.stack import LocalStack as Stack
+from devtools.harness.local_stack import ROOT, wait_idle
+from devtools.harness.local_stack import LocalStack as Stack
 from tests.helpers.gateway import GatewayFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine]

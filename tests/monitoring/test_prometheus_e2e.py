@@ -25,6 +25,7 @@ from app.core.polling import wait_until
 from app.gateway.main import create_app
 from devtools.harness.alertmanager import alertmanager
 from devtools.harness.alertmanager import ensure_installed as alertmanager_installed
+from devtools.harness.local_stack import LocalStack
 from devtools.harness.loopback import free_port
 from devtools.harness.prometheus import (
     AGE_THRESHOLDS_S,
@@ -37,7 +38,6 @@ from devtools.harness.prometheus import (
     seconds,
 )
 from devtools.harness.prometheus import ensure_installed as prometheus_installed
-from devtools.harness.stack import LocalStack
 from tests.helpers.alerts import Receiver, policy_toml, write_policy
 from tests.helpers.gateway import NOUL, decision, gateway_settings, serving
 

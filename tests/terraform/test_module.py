@@ -23,9 +23,9 @@ from app.gateway.decisions.calibration_file import Calibration
 from app.gateway.settings import GatewaySettings
 from app.jev.wire import ReadPolicy
 from deploy.cloud.checks import L4_REGIONS, check_alerts_policy, check_calibration, image_served_model
-from deploy.cloud.coldstart import total
 from deploy.cloud.config import SENDERS, DeployConfig
 from deploy.cloud.host_budget import HOST_ESTIMATES
+from deploy.cloud.start_budget import total
 from deploy.cloud.terraform import OUTPUTS, revision_suffix, tfvars
 from deploy.runtime.settings import WEIGHTS_MODES, EngineSettings, SupervisorSettings
 from loadtest.settings import LoadtestSettings

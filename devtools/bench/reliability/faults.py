@@ -19,7 +19,7 @@ import httpx
 
 from app.core.net import free_port
 from app.core.polling import wait_until
-from devtools.harness.stack import LocalStack, service
+from devtools.harness.local_stack import LocalStack, service
 from loadtest.corpus import ALERTS, decision_body
 
 

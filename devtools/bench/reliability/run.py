@@ -28,7 +28,7 @@ from app.gateway.settings import GatewaySettings
 from devtools.bench.reliability import faults, fuzz, nasty, overload
 from devtools.bench.reliability.report import write_report
 from devtools.harness.alertrig import router_process
-from devtools.harness.stack import ROOT, LocalStack, Service, gateway, local_stack, wait_idle
+from devtools.harness.local_stack import ROOT, LocalStack, Service, gateway, local_stack, wait_idle
 
 console = Console(stderr=True)
 

@@ -26,8 +26,8 @@ from deploy.cloud.shell import Shell
 from deploy.cloud.terraform import ROUTER_SECRETS, Terraform, tfvars
 from deploy.runtime.weights import build_manifest, client_from_env
 from devtools.harness.fakecloud import WEIGHTS
+from devtools.harness.local_stack import ROOT
 from devtools.harness.metadata import claims_of, fake_metadata
-from devtools.harness.stack import ROOT
 from tests.helpers.deploy import FAST_GATE, PROJECT, REGION, WEIGHTS_BUCKET, Cloud
 from tests.helpers.gateway import ScriptedEngine, gateway_settings, serving
 from tests.helpers.terraform import TERRAFORM

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.cloud.coldstart import (
+from deploy.cloud.start_budget import (
     _ARRIVAL_NAMES,
     RESTORED_ENGINE,
     restored_arrival,

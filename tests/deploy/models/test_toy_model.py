@@ -29,7 +29,7 @@ from deploy.devstack.stack import TOY_MODEL, script_module
 from deploy.devstack.stack import toy_task as toy_task_module
 from deploy.models import TOY_DIR
 from deploy.runtime.settings import EngineSettings
-from devtools.harness.stack import LocalStack, local_stack
+from devtools.harness.local_stack import LocalStack, local_stack
 from tests.helpers.gateway import answer_probs, gateway_settings, serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deploy.runtime.gpu_budget import BIG_CONFIG, load_arch
-from devtools.harness.stack import ROOT, LocalStack
+from devtools.harness.local_stack import ROOT, LocalStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.engine]
 ENGINE_PY = ROOT / ".venv-engine/bin/python"

@@ -21,7 +21,7 @@ import pytest
 from app.core.net import free_port
 from app.core.polling import wait_http_ok, wait_until
 from deploy.runtime.weights import MANIFEST, build_manifest
-from devtools.harness.stack import ROOT, local_stack, spawn_dev
+from devtools.harness.local_stack import ROOT, local_stack, spawn_dev
 from tests.helpers.deploy import fake_nvidia_smi
 from tests.helpers.gateway import ALERT_QUESTIONS, decision
 

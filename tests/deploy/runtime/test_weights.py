@@ -28,7 +28,7 @@ from deploy.runtime.weights import (
     verify,
     verify_remote,
 )
-from devtools.harness.stack import ROOT, LocalStack, wait_ready
+from devtools.harness.local_stack import ROOT, LocalStack, wait_ready
 from tests.helpers.gateway import NOUL, decision
 
 pytestmark = pytest.mark.integration
