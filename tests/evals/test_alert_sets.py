@@ -27,6 +27,7 @@ from app.alerts.records import SOURCES, labels_fingerprint
 from app.alerts.settings import DEFAULT_POLICY
 from evals.alerts import build_public
 from evals.alerts.gofmt import go_value
+from evals.alerts.public import gotemplate
 
 pytestmark = pytest.mark.unit
 
@@ -162,7 +163,7 @@ def test_training_rules_are_the_ones_the_eval_leaves_out() -> None:
     assert len(lines) == 3 * len(build_public.rest(rules))
     assert len({json.dumps(line["state"]) for line in lines}) == len(lines)  # the variants differ
     assert {line["state"]["alert"] for line in lines}.isdisjoint(
-        build_public.liquid_alertname(n) for n in evaluated
+        gotemplate.liquid_alertname(n) for n in evaluated
     )
 
 
@@ -316,12 +317,12 @@ def test_values_print_as_go_prints_a_float64(value: float, shown: str) -> None:
 
 
 def test_prometheus_template_functions() -> None:
-    assert build_public.humanize(1234567.0) == "1.235M"
-    assert build_public.humanize(0.0123) == "12.3m"
-    assert build_public.humanize1024(2048.0) == "2ki"
-    assert build_public.humanize_duration(93784.0) == "1d 2h 3m 4s"
-    assert build_public.humanize_duration(0.25) == "250ms"
-    assert build_public.render("{{ $value | humanizePercentage }}", {}, 0.352) == "35.2%"
-    assert build_public.render(
+    assert gotemplate.humanize(1234567.0) == "1.235M"
+    assert gotemplate.humanize(0.0123) == "12.3m"
+    assert gotemplate.humanize1024(2048.0) == "2ki"
+    assert gotemplate.humanize_duration(93784.0) == "1d 2h 3m 4s"
+    assert gotemplate.humanize_duration(0.25) == "250ms"
+    assert gotemplate.render("{{ $value | humanizePercentage }}", {}, 0.352) == "35.2%"
+    assert gotemplate.render(
         '{{ printf "%.2f" $value }} on {{$labels.instance}}', {"instance": "a"}, 1.0
     ) == ("1.00 on a")
