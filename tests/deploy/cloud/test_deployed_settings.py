@@ -243,6 +243,12 @@ def test_ctrl_c_during_the_gate_says_where_it_stopped_and_the_next_run_goes_on(c
             "--allow-dirty", "--id-token", "off", "--warmup-seconds", "30", *FAST_GATE, "--project", PROJECT,
             "--region", REGION, "--workdir", str(cloud.work)]  # fmt: skip
     env = {**cloud.env, "DGEMMA_ENGINE_CANVAS": "40"}
+
+    def as_a_terminal_starts_it() -> None:
+        # A test run in the background (`make test &`) ignores SIGINT, as POSIX shells start
+        # background jobs, and a child inherits that: Python then raises no KeyboardInterrupt.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     proc = subprocess.Popen(  # a session of its own: what it starts is in its process group
         argv,
         cwd=cloud.work.parent,
@@ -251,6 +257,7 @@ def test_ctrl_c_during_the_gate_says_where_it_stopped_and_the_next_run_goes_on(c
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=as_a_terminal_starts_it,
     )
     lines: dict[str, list[str]] = {"out": [], "err": []}
 
