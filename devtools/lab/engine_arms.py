@@ -134,9 +134,11 @@ class Arm(Entry):
             if key == "engine_gpu" and value not in GPUS:
                 raise ValueError(f"engine_gpu {value!r}; known: {', '.join(GPUS)}")
         try:
-            self.engine("l4")
+            self.engine("l4")  # the values checked as the supervisor would read them
         except ValidationError as e:
             raise ValueError(validation_problems(e)) from e
+        except ValueError as e:
+            raise ValueError(" ".join(str(e).split())) from e
         return self
 
     def env(self, out: Path | None = None) -> dict[str, str]:

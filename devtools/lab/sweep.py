@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,16 +65,21 @@ def shorthand(spec: str) -> tuple[str, list[str]]:
     return name.strip(), [part.strip() for part in rest.split(",") if part.strip()]
 
 
-def _entry_path(data: Any, entries: str) -> Any:
+def entry_label(entries: str, index: int, table: Any) -> str:
+    """How a refusal names the entry `index` of the array `entries`: `run 'k0'` by its name, or
+    `arm 2` by its place when it has none."""
+    name = table.get("name") if isinstance(table, dict) else None
+    return f"{entries} {name!r}" if isinstance(name, str) else f"{entries} {index + 1}"
+
+
+def _entry_path(data: Any, entries: str) -> Callable[[Loc], str]:
     """Where an error is, the entry named as the file names it: `run 'k0': seed`, `arm 2: fields`."""
 
     def path(loc: Loc) -> str:
         if len(loc) >= 2 and loc[0] == entries and isinstance(loc[1], int):
             tables = data.get(entries) if isinstance(data, dict) else None
             table = tables[loc[1]] if isinstance(tables, list) and loc[1] < len(tables) else None
-            name = table.get("name") if isinstance(table, dict) else None
-            head = f"{entries} {name!r}" if isinstance(name, str) else f"{entries} {loc[1] + 1}"
-            return ": ".join(filter(None, (head, dotted(loc[2:]))))
+            return ": ".join(filter(None, (entry_label(entries, loc[1], table), dotted(loc[2:]))))
         return dotted(loc)
 
     return path

@@ -49,7 +49,7 @@ from typing import Any
 from pydantic import Field, StrictInt, field_validator, model_validator
 
 from app.core.config import ConfigError
-from devtools.lab.sweep import Entry, Record, read_toml, validated
+from devtools.lab.sweep import Entry, Record, entry_label, read_toml, validated
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_TOY = ROOT / "deploy" / "models" / "scripts" / "train_toy.py"
@@ -120,10 +120,12 @@ def laid_over(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def _read_mix_files(data: dict[str, Any], folder: Path, where: str) -> dict[str, Any]:
     """`data` with each mix given as a TOML file's name (relative to the sweep's folder) read in."""
     runs: list[Any] = data["run"] if isinstance(data.get("run"), list) else []
-    for i, table in enumerate([data.get("defaults"), *runs]):
+    labelled = [
+        ("defaults", data.get("defaults")),
+        *((entry_label("run", i, t), t) for i, t in enumerate(runs)),
+    ]
+    for entry, table in labelled:
         if isinstance(table, dict) and isinstance(table.get("mix"), str):
-            name = table.get("name")
-            entry = "defaults" if i == 0 else f"run {name!r}" if isinstance(name, str) else f"run {i}"
             table["mix"] = read_toml(folder / table["mix"], f"{where}: {entry}: mix file")
     return data
 

@@ -240,10 +240,6 @@ def training(rules: Mapping[str, Any], variants: int) -> list[str]:
     return lines
 
 
-def load(path: Path) -> Any:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("rules", type=Path, help="_data/rules.yml of samber/awesome-prometheus-alerts")
