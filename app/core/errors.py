@@ -110,6 +110,13 @@ class EngineUnavailable(ServiceError):
     status = 503
 
 
+class DeadlinePassed(ServiceError):
+    """The decision was not answered within the gateway's deadline: its reads were cancelled (the
+    client is about to give up); retry after `retry_after`."""
+
+    status = 503
+
+
 class Draining(ServiceError):
     """The service is shutting down (SIGTERM): it finishes what it started and takes nothing new;
     retry after `retry_after` (another instance answers)."""

@@ -1,4 +1,5 @@
-"""Admission: a FIFO of decisions weighted by the engine reads they plan; 429 beyond the queue."""
+"""Admission: a FIFO of decisions weighted by the engine reads they plan; 429 beyond the queue, and
+for a decision whose deadline would pass before it could be read."""
 
 from __future__ import annotations
 
@@ -8,13 +9,20 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app.core.errors import Draining, Saturated
+from app.core.errors import DeadlinePassed, Draining, Saturated
 from app.gateway.metrics import Metrics
+
+_TOO_LATE = (
+    "The gateway is saturated: no slot would come in time to answer before the decision's deadline; "
+    "retry after the indicated delay."
+)
 
 
 class Admission:
     """`capacity` units read at once, `queued` decisions wait, first come first served, each for
-    at most `max_wait_s` (then 429: a client past its deadline has stopped waiting anyway).
+    at most `max_wait_s`, and never past the point where its deadline leaves less time than recent
+    decisions held a slot (then 429: a decision granted later would be answered after its client
+    has stopped waiting, and would take the engine from those behind it).
 
     A decision weighs one unit per started `reads_per_unit` planned reads (at most the whole
     capacity), so one request planning thousands of reads cannot hold the engine while it counts as
@@ -29,15 +37,18 @@ class Admission:
         retry_after_s: int,
         metrics: Metrics,
         max_wait_s: float | None = None,
+        recent: int = 64,
     ) -> None:
         self.capacity = capacity
         self._free = capacity
         self._max_waiting = queued
         self._reads_per_unit = reads_per_unit
-        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        # Each waiter's units, the future that grants them, and its deadline.
+        self._waiters: deque[tuple[int, asyncio.Future[None], float | None]] = deque()
         self._retry_after = retry_after_s
         self._metrics = metrics
         self._max_wait_s = max_wait_s
+        self._held_s: deque[float] = deque(maxlen=recent)  # the last decisions' time in a slot
         self.draining = False
 
     def drain(self) -> None:
@@ -45,7 +56,7 @@ class Admission:
         finish. Called once the service is told to stop."""
         self.draining = True
         while self._waiters:
-            _, granted = self._waiters.popleft()
+            _, granted, _ = self._waiters.popleft()
             if not granted.done():
                 granted.set_exception(self._draining())
 
@@ -62,36 +73,62 @@ class Admission:
     def weight(self, planned_reads: int) -> int:
         return max(1, min(self.capacity, math.ceil(planned_reads / self._reads_per_unit)))
 
+    def expected_hold_s(self) -> float:
+        """The 90th percentile of the recent decisions' time in a slot (0 before the first)."""
+        if not self._held_s:
+            return 0.0
+        ordered = sorted(self._held_s)
+        return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+
     @asynccontextmanager
-    async def slot(self, planned_reads: int) -> AsyncIterator[None]:
+    async def slot(self, planned_reads: int, deadline: float | None = None) -> AsyncIterator[None]:
         """Hold `weight(planned_reads)` units for the block; wait in line, or raise Saturated (line
-        full, or no slot in time) or Draining."""
+        full, no slot in time, or none before `deadline`, on the loop's clock, less the recent
+        decisions' time in a slot) or Draining."""
         units = self.weight(planned_reads)
         if self.draining:
             raise self._draining()
         if self._waiters or self._free < units:
-            await self._wait(units)
+            await self._wait(units, deadline)
         else:
             self._take(units)
         self._metrics.inflight.inc()
+        loop = asyncio.get_running_loop()
+        granted_at = loop.time()
         try:
             yield
+        except DeadlinePassed:
+            # Cut at its deadline, it held the slot at least this long: a stuck engine raises the
+            # estimate. One cancelled by its client or failed says nothing of how long decisions take.
+            self._held_s.append(loop.time() - granted_at)
+            raise
+        else:
+            self._held_s.append(loop.time() - granted_at)
         finally:
             self._metrics.inflight.dec()
             self._give(units)
 
-    async def _wait(self, units: int) -> None:
+    def _saturated(self, reason: str, message: str) -> Saturated:
+        self._metrics.shed.labels(reason).inc()
+        return Saturated(message, retry_after=self._retry_after)
+
+    async def _wait(self, units: int, deadline: float | None) -> None:
         if len(self._waiters) >= self._max_waiting:
-            self._metrics.shed.labels("queue_full").inc()
-            raise Saturated(
-                "The gateway is saturated; retry after the indicated delay.", retry_after=self._retry_after
-            )
-        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (units, granted)
+            raise self._saturated("queue_full", "The gateway is saturated; retry after the indicated delay.")
+        loop = asyncio.get_running_loop()
+        limit, reason = self._max_wait_s, "queue_wait"
+        if deadline is not None:
+            left = deadline - loop.time() - self.expected_hold_s()
+            if left <= 0:
+                raise self._saturated("deadline", _TOO_LATE)
+            if limit is None or left < limit:
+                limit, reason = left, "deadline"
+        granted: asyncio.Future[None] = loop.create_future()
+        entry = (units, granted, deadline)
         self._waiters.append(entry)
         self._metrics.queued.inc()
         try:
-            async with asyncio.timeout(self._max_wait_s):
+            async with asyncio.timeout(limit):
                 await granted
         except (asyncio.CancelledError, TimeoutError) as e:
             if granted.done() and not granted.cancelled() and granted.exception() is None:
@@ -101,11 +138,11 @@ class Admission:
                     self._waiters.remove(entry)
                 self._grant()  # it may have been the head that held others back
             if isinstance(e, TimeoutError):
-                self._metrics.shed.labels("queue_wait").inc()
-                raise Saturated(
-                    f"The gateway is saturated: no slot within {self._max_wait_s:g} s; retry after the "
-                    "indicated delay.",
-                    retry_after=self._retry_after,
+                when = "in time to answer before the decision's deadline"
+                if reason == "queue_wait":
+                    when = f"within {self._max_wait_s:g} s"
+                raise self._saturated(
+                    reason, f"The gateway is saturated: no slot {when}; retry after the indicated delay."
                 ) from None
             raise
         finally:
@@ -121,9 +158,15 @@ class Admission:
         self._grant()
 
     def _grant(self) -> None:
+        now = asyncio.get_running_loop().time()
         while self._waiters and self._waiters[0][0] <= self._free:
-            units, granted = self._waiters.popleft()
+            units, granted, deadline = self._waiters.popleft()
             if granted.done():  # cancelled, its task not yet resumed
+                continue
+            if deadline is not None and deadline - now < self.expected_hold_s():
+                # Its turn came too late to be read before its deadline (the estimate may have grown
+                # since it joined the line): turned away, and the slot goes to the next.
+                granted.set_exception(self._saturated("deadline", _TOO_LATE))
                 continue
             self._take(units)
             granted.set_result(None)

@@ -75,7 +75,7 @@ def create_app(settings: GatewaySettings, *, engine: Engine | None = None) -> Fa
         settings.engine_max_questions,
         settings.retry_after_s,
         metrics,
-        settings.max_queue_wait_s,
+        max_wait_s=settings.max_queue_wait_s,
     )
     app.state.drain = app.state.admission  # what `serve` drains on SIGTERM (see app.core.serving)
     install_error_handlers(app)

@@ -37,8 +37,14 @@ class Metrics(HttpMetrics):
         )
         self.shed = Counter(
             "dgemma_decisions_shed",
-            "Decisions turned away with 429: the line was full, or no slot came within the wait limit.",
+            "Decisions turned away with 429: the line was full, no slot came within the wait limit, or "
+            "none would come in time to answer before the deadline.",
             ["reason"],
+            registry=self.registry,
+        )
+        self.timed_out = Counter(
+            "dgemma_decisions_timed_out",
+            "Decisions whose reads were cancelled at the deadline, answered 503 with Retry-After.",
             registry=self.registry,
         )
         self.cancelled = Counter(

@@ -99,9 +99,14 @@ class GatewaySettings(KitSettings, ReadPolicy):
     takes one unit per started `engine_max_questions` reads. Later ones wait in the queue."""
     max_queued_decisions: int = Field(256, ge=0)
     """Decisions allowed to wait; beyond that the gateway answers 429 with Retry-After."""
-    max_queue_wait_s: float | None = Field(10.0, gt=0)
-    """Longest a decision waits in the queue for a slot; then 429 with Retry-After. The SDK gives up
-    after 10 s: a decision still waiting then would be read for nobody. Empty: no limit."""
+    decision_deadline_s: float | None = Field(9.5, gt=0)
+    """Longest a decision takes, from its arrival to its answer. One waiting in line gets 429 with
+    Retry-After once the time it has left is shorter than recent decisions took to read (90th
+    percentile); one not answered in time has its reads cancelled and gets 503 with Retry-After.
+    The SDK gives up after 10 s: 9.5 leaves the answer time to arrive. Empty: no deadline."""
+    max_queue_wait_s: float | None = Field(None, gt=0)
+    """Longest a decision waits in line for a slot, on top of the deadline; then 429 with
+    Retry-After. Empty (the default): the deadline alone bounds the wait."""
     retry_after_s: int = Field(2, ge=1)
     """Seconds clients are told to wait (Retry-After) on 429 and 503."""
 

@@ -7,7 +7,7 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from app.core.errors import Draining, Saturated
+from app.core.errors import DeadlinePassed, Draining, Saturated
 from app.gateway.admission import Admission
 from app.gateway.metrics import Metrics
 
@@ -147,4 +147,54 @@ async def test_a_decision_waits_no_longer_than_the_wait_limit() -> None:
     await _settle()
     release.set()
     await asyncio.gather(holder, nxt)
+    assert log == ["A", "B"] and admission.idle
+
+
+async def test_the_expected_hold_is_the_recent_decisions_90th_percentile_of_finished_ones() -> None:
+    admission, _ = _admission(capacity=1)
+    assert admission.expected_hold_s() == 0.0, "no estimate before the first decision"
+    loop = asyncio.get_running_loop()
+    for seconds in (0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.08):
+        async with admission.slot(1):
+            await asyncio.sleep(seconds)
+    assert 0.08 <= admission.expected_hold_s() < 0.5, "the slowest tenth sets it"
+    started = loop.time()
+    with pytest.raises(RuntimeError):
+        async with admission.slot(1):
+            await asyncio.sleep(0.3)
+            raise RuntimeError("the engine failed")  # a decision cut short says nothing of the rest
+    assert loop.time() - started >= 0.3 and admission.expected_hold_s() < 0.3
+    for _ in range(2):  # cut at the deadline, a decision held its slot at least that long: counted
+        with pytest.raises(DeadlinePassed):
+            async with admission.slot(1):
+                await asyncio.sleep(0.3)
+                raise DeadlinePassed("cut", retry_after=3)
+    assert admission.expected_hold_s() >= 0.3
+
+
+async def test_a_waiter_is_turned_away_once_its_deadline_leaves_less_than_a_decision_takes() -> None:
+    admission, metrics = _admission(capacity=1)
+    async with admission.slot(1):
+        await asyncio.sleep(0.2)  # one decision took 0.2 s
+    log: list[str] = []
+    release = asyncio.Event()
+    holder = asyncio.create_task(_hold(admission, 1, log, "A", release))
+    await _settle()
+    loop = asyncio.get_running_loop()
+    with pytest.raises(Saturated, match="before the decision's deadline") as at_once:
+        async with admission.slot(1, deadline=loop.time() + 0.15):  # less than 0.2 s left
+            pass
+    assert at_once.value.retry_after == 3
+    started = loop.time()
+    with pytest.raises(Saturated, match="in time to answer before the decision's deadline"):
+        async with admission.slot(1, deadline=started + 0.5):  # waits until 0.3 s, then gives up
+            pass
+    waited = loop.time() - started
+    assert 0.25 <= waited < 0.45, waited
+    shed = metrics.registry.get_sample_value("dgemma_decisions_shed_total", {"reason": "deadline"})
+    assert shed == 2 and _gauge(metrics, "dgemma_decisions_queued") == 0
+    late = asyncio.create_task(_hold(admission, 1, log, "B", release))  # time enough: it waits its turn
+    await _settle()
+    release.set()
+    await asyncio.gather(holder, late)
     assert log == ["A", "B"] and admission.idle

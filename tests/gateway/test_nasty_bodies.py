@@ -4,6 +4,7 @@ sends them to a real gateway process and reports its memory)."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from devtools.bench.reliability import nasty
@@ -21,3 +22,26 @@ async def test_a_nasty_body_gets_a_clear_4xx_or_an_answer(make_app: AppFactory, 
     r = await gw.post(nasty.PATH, content=content, headers=case.headers)
     assert nasty.problem(case, r) is None, (case.name, r.status_code, r.text[:300])
     assert (await gw.get("/healthz")).status_code == 200
+
+
+async def test_a_busy_answer_is_sent_again_and_a_server_error_is_not() -> None:
+    """The corpus runner resends a case answered 429, or 503 with Retry-After (a decision cut at
+    the gateway's deadline), as a client would; a 503 without it, and the last busy answer, count."""
+    busy = {"retry-after": "0"}
+    script = [
+        httpx.Response(503, headers=busy, json={"detail": "cut at the deadline"}),  # the first case...
+        httpx.Response(200, json={"answers": {}}),  # ...sent again
+        httpx.Response(503, json={"detail": "the engine failed"}),  # the second: not resent
+        *[httpx.Response(429, headers=busy, json={"detail": "busy"})] * (nasty.SHED_RETRIES + 1),
+    ]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return script.pop(0) if script else httpx.Response(200, json={"answers": {}})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer), base_url="http://gw") as client:
+        results = await nasty.send_all(client, LIMIT)
+    first, second, third = results[:3]
+    assert (first.status, first.shed) == (200, 1)
+    assert (second.status, second.shed) == (503, 0) and second.problem
+    assert (third.status, third.shed) == (429, nasty.SHED_RETRIES)
+    assert len(results) == len(nasty.CASES)

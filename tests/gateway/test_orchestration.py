@@ -186,6 +186,31 @@ async def test_a_client_that_hangs_up_cancels_its_decision(
     assert registry.get_sample_value("dgemma_admission_units_in_use") == 0, "the slot is free again"
 
 
+async def test_past_the_deadline_the_reads_are_cancelled_and_the_line_is_turned_away(
+    make_app: AppFactory, scripted: ScriptedEngine
+) -> None:
+    """The one being read gets 503 at the deadline, its reads cancelled; the one waiting behind it
+    gets 429 before then: neither is answered after its client has given up."""
+    app, gw = make_app(max_concurrent_decisions=1, decision_deadline_s=0.5)
+    scripted.hold = asyncio.Event()  # the engine never answers
+    body = decision(NOUL, read_policy={"mode": "single"})
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    first = asyncio.create_task(gw.post("/v1/systemone", json=body))
+    await scripted.called.wait()
+    second = await gw.post("/v1/systemone", json=body)
+    answered = await first
+    assert (answered.status_code, second.status_code) == (503, 429), (answered.text, second.text)
+    assert loop.time() - started < 2.0
+    assert "0.5 s deadline" in answered.json()["detail"] and answered.headers["retry-after"] == "2"
+    assert "deadline" in second.json()["detail"] and second.headers["retry-after"] == "2"
+    assert scripted.cancelled == 1 and scripted.in_flight == 0
+    registry = app.state.metrics.registry
+    assert registry.get_sample_value("dgemma_decisions_timed_out_total") == 1
+    assert registry.get_sample_value("dgemma_decisions_shed_total", {"reason": "deadline"}) == 1
+    assert registry.get_sample_value("dgemma_admission_units_in_use") == 0, "the slot is free again"
+
+
 def test_a_real_server_cancels_when_the_sdk_times_out() -> None:
     """uvicorn notices the closed connection; the decision stops reading."""
     engine = ScriptedEngine(delay_s=30)

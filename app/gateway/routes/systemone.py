@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.core.errors import (
     ClientClosed,
+    DeadlinePassed,
     InvalidBody,
     ModelNotFound,
     ServiceError,
@@ -122,6 +123,7 @@ def decision_handler(
 
     async def decide(request: Request) -> Response:
         start = time.perf_counter()
+        arrived = asyncio.get_running_loop().time()  # the deadline's clock: the loop's, as admission's
         caller = keys.check(request.headers.get("authorization", ""))
         data, asset_parts = await _read_body(request, settings)
         try:
@@ -140,8 +142,21 @@ def decision_handler(
             )
         salt = keys.cache_salt(caller) if settings.cache_isolation else None
         plan = decider.plan(body, read_policy.overridden(body.read_policy), cache_salt=salt)
-        async with admission.slot(plan.max_reads):
-            decision: Decision = await _unless_disconnected(request, decider.decide(plan), metrics)
+        limit = settings.decision_deadline_s
+        deadline = None if limit is None else arrived + limit
+        async with admission.slot(plan.max_reads, deadline):  # a wait in line ends before it (429)
+            try:
+                async with asyncio.timeout_at(deadline) as cut:
+                    decision: Decision = await _unless_disconnected(request, decider.decide(plan), metrics)
+            except TimeoutError:
+                if not cut.expired():
+                    raise
+                metrics.timed_out.inc()
+                raise DeadlinePassed(
+                    f"The decision was not answered within the gateway's {limit:g} s deadline, and its "
+                    "reads were cancelled; retry after the indicated delay.",
+                    retry_after=settings.retry_after_s,
+                ) from None
         metrics.decision_seconds.observe(time.perf_counter() - start)
         for reads in decision.engine_reads.values():
             metrics.reads_per_question.observe(reads)

@@ -78,7 +78,7 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
     ]
     lines += [
         row(b["name"], b["body_bytes"], b["status"], f"{b['seconds'] * 1000:.0f}")
-        + (f" shed {b['shed']} time(s) first (429) |" if b.get("shed") else "")
+        + (f" shed {b['shed']} time(s) first (429 or 503 with Retry-After) |" if b.get("shed") else "")
         + (f" **{b['problem']}**" if b["problem"] else "")
         for b in h["nasty"]
     ]
@@ -90,9 +90,11 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
         "",
         "## Overload",
         "",
-        f"Admission: {o['admission']} decisions in flight (the CPU stack's size), a 5 s queue wait limit; "
-        f"client deadline {o['deadline_s']:g} s (the SDK's). Capacity is measured closed-loop, then Locust "
-        "offers 2x and 5x that rate with paced users (open loop).",
+        f"Admission: {o['admission']} decisions in flight (the CPU stack's size); the gateway's decision "
+        f"deadline {o['gateway_deadline_s']:g} s (a decision waits in line while the time it has "
+        "left exceeds what recent decisions took, and is cut at the deadline with 503); client deadline "
+        f"{o['deadline_s']:g} s (the SDK's). Capacity is measured closed-loop, then Locust offers 2x and 5x "
+        "that rate with paced users (open loop).",
         "",
         *header(
             "level", "offered req/s", "sent", "answered (valid)", "answered req/s", "shed 429/503",

@@ -62,11 +62,11 @@ GATEWAY_ENV = {
     "DGEMMA_API_KEYS": GATEWAY_KEY + "," + ROUTER_GATEWAY_KEY,
     "DGEMMA_LOG_LEVEL": "INFO",
     # Sized for 2 CPU cores and the fuzzer: fuzzed bodies stay within what the engine reads here in
-    # seconds (beyond: a 400, which is what the fuzzer is after); the queue waits at most 5 s.
+    # seconds (beyond: a 400, which is what the fuzzer is after). The decision deadline is the
+    # gateway's default, the one a deployment runs with.
     "DGEMMA_MAX_QUESTIONS": "16",
     "DGEMMA_MAX_READS_PER_DECISION": "48",
     "DGEMMA_MAX_QUEUED_DECISIONS": "64",
-    "DGEMMA_MAX_QUEUE_WAIT_S": "5",
 }
 
 
@@ -157,6 +157,7 @@ def overload_levels(gw: Service, out: Path, sizes: Sizes) -> dict[str, Any]:
     overload.plot(levels, deadline, out / "overload.png")
     return {
         "deadline_s": deadline,
+        "gateway_deadline_s": GatewaySettings.model_fields["decision_deadline_s"].default,
         "admission": sizes.admission,
         "levels": [overload.as_dict(lv) for lv in levels],
         "plot": "overload.png",
