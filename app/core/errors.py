@@ -111,8 +111,8 @@ class EngineUnavailable(ServiceError):
 
 
 class DeadlinePassed(ServiceError):
-    """The decision was not answered within the gateway's deadline: its reads were cancelled (the
-    client is about to give up); retry after `retry_after`."""
+    """The decision was not answered within the timeout its client stated: its reads were cancelled
+    (the client is about to give up); retry after `retry_after`."""
 
     status = 503
 

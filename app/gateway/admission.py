@@ -37,7 +37,7 @@ class Admission:
         retry_after_s: int,
         metrics: Metrics,
         max_wait_s: float | None = None,
-        recent: int = 64,
+        recent: int = 16,
     ) -> None:
         self.capacity = capacity
         self._free = capacity
@@ -74,11 +74,9 @@ class Admission:
         return max(1, min(self.capacity, math.ceil(planned_reads / self._reads_per_unit)))
 
     def expected_hold_s(self) -> float:
-        """The 90th percentile of the recent decisions' time in a slot (0 before the first)."""
-        if not self._held_s:
-            return 0.0
-        ordered = sorted(self._held_s)
-        return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+        """The longest of the recent decisions' times in a slot (0 before the first): a waiter is let
+        in only if even that fits before its deadline. A long outlier passes with `recent` more."""
+        return max(self._held_s, default=0.0)
 
     @asynccontextmanager
     async def slot(self, planned_reads: int, deadline: float | None = None) -> AsyncIterator[None]:

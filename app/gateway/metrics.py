@@ -44,7 +44,8 @@ class Metrics(HttpMetrics):
         )
         self.timed_out = Counter(
             "dgemma_decisions_timed_out",
-            "Decisions whose reads were cancelled at the deadline, answered 503 with Retry-After.",
+            "Decisions whose reads were cancelled at their client's stated timeout, answered 503 with "
+            "Retry-After.",
             registry=self.registry,
         )
         self.cancelled = Counter(

@@ -100,10 +100,12 @@ class GatewaySettings(KitSettings, ReadPolicy):
     max_queued_decisions: int = Field(256, ge=0)
     """Decisions allowed to wait; beyond that the gateway answers 429 with Retry-After."""
     decision_deadline_s: float | None = Field(9.5, gt=0)
-    """Longest a decision takes, from its arrival to its answer. One waiting in line gets 429 with
-    Retry-After once the time it has left is shorter than recent decisions took to read (90th
-    percentile); one not answered in time has its reads cancelled and gets 503 with Retry-After.
-    The SDK gives up after 10 s: 9.5 leaves the answer time to arrive. Empty: no deadline."""
+    """How long a client waits for a decision, from its arrival, unless its request says
+    (`X-Request-Timeout`, seconds; the kit's Jev client sends its timeout less 0.5 s). A decision
+    waits in line only while the time it has left exceeds the longest of the last 16 decisions'
+    reads, then gets 429 with Retry-After. One whose client stated its timeout is cut there, its
+    reads cancelled, with 503 and Retry-After. The SDK gives up after 10 s by default and states
+    nothing: 9.5 leaves its answer time to arrive. Empty: requests that state none wait in line."""
     max_queue_wait_s: float | None = Field(None, gt=0)
     """Longest a decision waits in line for a slot, on top of the deadline; then 429 with
     Retry-After. Empty (the default): the deadline alone bounds the wait."""

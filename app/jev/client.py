@@ -33,7 +33,7 @@ from app.core.errors import (
 from app.core.identity import IdTokens, audience_of, auth_headers
 from app.core.retry import retry_after_s
 from app.core.secrets import KeyFile
-from app.jev.wire import SystemOneRequest, SystemOneResponse
+from app.jev.wire import MAX_TIMEOUT_S, TIMEOUT_HEADER, SystemOneRequest, SystemOneResponse
 
 # Statuses that mean "not now": a cold or saturated service, one that just failed.
 _NOT_NOW = {429, 500, 502, 503, 504}
@@ -83,6 +83,9 @@ class JevClient:
         self._id_tokens = id_tokens
         self._audience = audience_of(self.url) if id_tokens else ""
         self._retry = retry
+        # The gateway is told to answer by then, half a second before this client gives up (as its
+        # default deadline leaves the SDK's 10 s), so a slow decision ends in a retry hint, not a hang.
+        self._timeout_header = {TIMEOUT_HEADER: f"{min(MAX_TIMEOUT_S, max(0.1, timeout_s - 0.5)):g}"}
         self._http = httpx.AsyncClient(
             base_url=self.url,
             headers=dict(headers or {}),
@@ -143,7 +146,7 @@ class JevClient:
         """The response, checked once: the model and the JSON it was read from."""
         if isinstance(body, SystemOneRequest):
             body = body.model_dump(mode="json", exclude_none=True)
-        r = await self._send("POST", "/v1/systemone", json=body)
+        r = await self._send("POST", "/v1/systemone", json=body, headers=self._timeout_header)
         try:
             data: dict[str, Any] = r.json()
             return SystemOneResponse.model_validate(data), data
@@ -174,7 +177,8 @@ class JevClient:
 
     async def _request(self, method: str, path: str, key: str | None, **kwargs: Any) -> httpx.Response:
         try:
-            return await self._http.request(method, path, headers=await self._headers(key), **kwargs)
+            headers = {**await self._headers(key), **kwargs.pop("headers", {})}
+            return await self._http.request(method, path, headers=headers, **kwargs)
         except httpx.TimeoutException as e:
             raise _Transient(f"the decision service did not answer in time ({type(e).__name__})") from e
         except httpx.TransportError as e:

@@ -22,6 +22,10 @@ from app.core.models import StrictModel
 # A JSON value the model reads as text: a string as-is, an object or array as JSON text.
 Content = str | dict[str, Any] | list[Any]
 
+# How long the client waits for a decision, in seconds: the gateway answers by then (429 or 503 with
+# Retry-After if it cannot), instead of by its default deadline. Not Jev's: the kit's client sends it.
+TIMEOUT_HEADER = "X-Request-Timeout"
+MAX_TIMEOUT_S = 3600.0  # the longest a Cloud Run request may take
 MAX_CHOICES = 255
 MAX_SCORE_LEVELS = 10
 # Deeper JSON is refused before it reaches recursive code (json's parser, pydantic, renderers).

@@ -11,10 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.errors import EngineUnavailable
 from app.core.polling import wait_until
 from app.gateway.decisions.decide import CALLS_IN_FLIGHT
 from app.gateway.main import create_app
-from app.jev.wire import SystemOneResponse
+from app.jev.client import JevClient
+from app.jev.wire import TIMEOUT_HEADER, SystemOneResponse
 from tests.helpers.gateway import (
     ALERT_QUESTIONS,
     NOUL,
@@ -186,29 +188,64 @@ async def test_a_client_that_hangs_up_cancels_its_decision(
     assert registry.get_sample_value("dgemma_admission_units_in_use") == 0, "the slot is free again"
 
 
-async def test_past_the_deadline_the_reads_are_cancelled_and_the_line_is_turned_away(
+async def test_past_the_deadline_the_line_is_turned_away_and_a_stated_timeout_cuts_the_reads(
     make_app: AppFactory, scripted: ScriptedEngine
 ) -> None:
-    """The one being read gets 503 at the deadline, its reads cancelled; the one waiting behind it
-    gets 429 before then: neither is answered after its client has given up."""
+    """The one being read, whose client stated 0.5 s, gets 503 then, its reads cancelled; the one
+    waiting behind it (the default deadline, 0.5 s here) gets 429 before then: neither is answered
+    after its client has given up."""
     app, gw = make_app(max_concurrent_decisions=1, decision_deadline_s=0.5)
     scripted.hold = asyncio.Event()  # the engine never answers
     body = decision(NOUL, read_policy={"mode": "single"})
     loop = asyncio.get_running_loop()
     started = loop.time()
-    first = asyncio.create_task(gw.post("/v1/systemone", json=body))
+    first = asyncio.create_task(gw.post("/v1/systemone", json=body, headers={TIMEOUT_HEADER: "0.5"}))
     await scripted.called.wait()
     second = await gw.post("/v1/systemone", json=body)
     answered = await first
     assert (answered.status_code, second.status_code) == (503, 429), (answered.text, second.text)
     assert loop.time() - started < 2.0
-    assert "0.5 s deadline" in answered.json()["detail"] and answered.headers["retry-after"] == "2"
+    assert "0.5 s the client waits" in answered.json()["detail"] and answered.headers["retry-after"] == "2"
     assert "deadline" in second.json()["detail"] and second.headers["retry-after"] == "2"
     assert scripted.cancelled == 1 and scripted.in_flight == 0
     registry = app.state.metrics.registry
     assert registry.get_sample_value("dgemma_decisions_timed_out_total") == 1
     assert registry.get_sample_value("dgemma_decisions_shed_total", {"reason": "deadline"}) == 1
     assert registry.get_sample_value("dgemma_admission_units_in_use") == 0, "the slot is free again"
+
+
+async def test_a_client_that_states_its_timeout_is_answered_by_then(
+    make_app: AppFactory, scripted: ScriptedEngine
+) -> None:
+    """`X-Request-Timeout` replaces the default deadline, shorter or longer; the kit's Jev client
+    sends its own timeout less 0.5 s, so a decision the engine cannot finish in time ends in a retry
+    hint before the client gives up, not in a hang. Without it, the read is never cut: an SDK user
+    may wait longer than the SDK's default."""
+    app, gw = make_app()  # the default deadline, 9.5 s
+    scripted.hold = asyncio.Event()  # the engine never answers
+    body = decision(NOUL, read_policy={"mode": "single"})
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    r = await gw.post("/v1/systemone", json=body, headers={TIMEOUT_HEADER: "0.3"})
+    assert r.status_code == 503 and "0.3 s the client waits" in r.json()["detail"], r.text
+    assert loop.time() - started < 2.0
+    async with JevClient("http://gw", timeout_s=0.9, transport=httpx.ASGITransport(app=app)) as client:
+        started = loop.time()
+        with pytest.raises(EngineUnavailable, match=r"0\.4 s the client waits"):  # its 0.9 s, less 0.5
+            await client.decide(body)
+        assert loop.time() - started < 0.9, "answered before the client's own timeout"
+    scripted.hold.set()
+    scripted.delay_s = 0.2
+    app, gw = make_app(decision_deadline_s=0.1)
+    r = await gw.post("/v1/systemone", json=body, headers={TIMEOUT_HEADER: "5"})
+    assert r.status_code == 200, r.text
+    assert (await gw.post("/v1/systemone", json=body)).status_code == 200, "stated none: not cut"
+
+
+@pytest.mark.parametrize("stated", ["soon", "0", "-1", "nan", "inf", "3601", ""])
+async def test_a_timeout_that_is_not_seconds_is_a_clear_400(gw: httpx.AsyncClient, stated: str) -> None:
+    r = await gw.post("/v1/systemone", json=decision(NOUL), headers={TIMEOUT_HEADER: stated})
+    assert r.status_code == 400 and "X-Request-Timeout must be the seconds" in r.json()["detail"], r.text
 
 
 def test_a_real_server_cancels_when_the_sdk_times_out() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ from app.core.errors import (
     ClientClosed,
     DeadlinePassed,
     InvalidBody,
+    InvalidRequest,
     ModelNotFound,
     ServiceError,
     Unsupported,
@@ -30,6 +32,8 @@ from app.gateway.deps import SettingsDep, require_api_key
 from app.gateway.metrics import Metrics
 from app.gateway.settings import GatewaySettings
 from app.jev.wire import (
+    MAX_TIMEOUT_S,
+    TIMEOUT_HEADER,
     ErrorBody,
     ModelList,
     ReadPolicy,
@@ -142,19 +146,24 @@ def decision_handler(
             )
         salt = keys.cache_salt(caller) if settings.cache_isolation else None
         plan = decider.plan(body, read_policy.overridden(body.read_policy), cache_salt=salt)
-        limit = settings.decision_deadline_s
+        stated = _stated_timeout_s(request)
+        limit = settings.decision_deadline_s if stated is None else stated
         deadline = None if limit is None else arrived + limit
-        async with admission.slot(plan.max_reads, deadline):  # a wait in line ends before it (429)
+        # A wait in line ends in time for the read (429). The read itself is cut only at a timeout
+        # the client stated: the SDK states none, and one that set a longer timeout than its default
+        # 10 s still waits (one that gave up has hung up, which cancels the read).
+        cut_at = None if stated is None else deadline
+        async with admission.slot(plan.max_reads, deadline):
             try:
-                async with asyncio.timeout_at(deadline) as cut:
+                async with asyncio.timeout_at(cut_at) as cut:
                     decision: Decision = await _unless_disconnected(request, decider.decide(plan), metrics)
             except TimeoutError:
                 if not cut.expired():
                     raise
                 metrics.timed_out.inc()
                 raise DeadlinePassed(
-                    f"The decision was not answered within the gateway's {limit:g} s deadline, and its "
-                    "reads were cancelled; retry after the indicated delay.",
+                    f"The decision was not answered within the {limit:g} s the client waits "
+                    f"({TIMEOUT_HEADER}), and its reads were cancelled; retry after the indicated delay.",
                     retry_after=settings.retry_after_s,
                 ) from None
         metrics.decision_seconds.observe(time.perf_counter() - start)
@@ -234,6 +243,23 @@ async def _unless_disconnected(request: Request, work: Coroutine[Any, Any, T], m
         raise ClientClosed("The client closed the connection; the decision was cancelled.") from None
     finally:
         watcher.cancel()
+
+
+def _stated_timeout_s(request: Request) -> float | None:
+    """The seconds the client says it waits (TIMEOUT_HEADER), if it says."""
+    stated = request.headers.get(TIMEOUT_HEADER)
+    if stated is None:
+        return None
+    try:
+        seconds = float(stated)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= MAX_TIMEOUT_S:  # NaN included
+        raise InvalidRequest(
+            f"{TIMEOUT_HEADER} must be the seconds the client waits, above 0 and at most "
+            f"{MAX_TIMEOUT_S:g}; got {stated[:40]!r}."
+        )
+    return seconds
 
 
 async def _read_body(request: Request, settings: GatewaySettings) -> tuple[Any, dict[str, bytes]]:

@@ -92,9 +92,9 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
         "",
         f"Admission: {o['admission']} decisions in flight (the CPU stack's size); the gateway's decision "
         f"deadline {o['gateway_deadline_s']:g} s (a decision waits in line while the time it has "
-        "left exceeds what recent decisions took, and is cut at the deadline with 503); client deadline "
-        f"{o['deadline_s']:g} s (the SDK's). Capacity is measured closed-loop, then Locust offers 2x and 5x "
-        "that rate with paced users (open loop).",
+        "left exceeds the longest of the last 16 decisions' reads; Locust, as the SDK, states no "
+        f"timeout); client deadline {o['deadline_s']:g} s (the SDK's). Capacity is measured closed-loop, "
+        "then Locust offers 2x and 5x that rate with paced users (open loop).",
         "",
         *header(
             "level", "offered req/s", "sent", "answered (valid)", "answered req/s", "shed 429/503",
