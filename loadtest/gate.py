@@ -51,7 +51,8 @@ class ProfileError(KitError, ValueError):
 
 
 class GateError(KitError, RuntimeError):
-    """The gate could not measure: no valid decision in the warm-up, or Locust failed."""
+    """The gate could not measure: no valid decision in the warm-up, Locust failed, or its run
+    answered nothing."""
 
     exit_code = 1
     label = "load-test gate"
@@ -162,6 +163,7 @@ def start_locust(
         "-u", str(phase.users), "-r", str(phase.users), "-t", f"{phase.seconds}s",
         "--phase", phase.name, "--read-policy", profile.read_policy,
         "--csv", str(out / phase.name), "--csv-full-history", "--html", str(out / f"{phase.name}.html"),
+        "--figures", str(out / f"{phase.name}_figures.json"),
         "--only-summary", "--stop-timeout", "10", "--exit-code-on-error", "0", "--loglevel", "WARNING",
     ]  # fmt: skip
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -178,7 +180,7 @@ def finish_locust(proc: subprocess.Popen[str], phase: GatePhase, out: Path) -> N
         raise
     if proc.returncode != 0:
         raise GateError(f"locust failed in the {phase.name} phase:\n{stderr[-3000:]}")
-    phase.stats = _aggregated(out / f"{phase.name}_stats.csv")
+    phase.stats = _final_figures(out / f"{phase.name}_figures.json", phase)
     with (out / f"{phase.name}_stats_history.csv").open() as f:
         phase.history = [
             {
@@ -199,17 +201,18 @@ def _num(value: str) -> float:
         return float("nan")
 
 
-def _aggregated(path: Path) -> dict[str, float]:
-    with path.open() as f:
-        row = next(r for r in csv.DictReader(f) if r["Name"] == "Aggregated")
-    n = int(row["Request Count"])
-    return {
-        "requests": n,
-        "failures": int(row["Failure Count"]),
-        "p50_ms": _num(row["50%"]),
-        "p95_ms": _num(row["95%"]),
-        "rps": _num(row["Requests/s"]),
-    }
+def _final_figures(path: Path, phase: GatePhase) -> dict[str, float]:
+    """The figures the Locust run wrote once its users had stopped (the locustfile's `--figures`).
+    A run whose users raised, or that got no answer at all, measured nothing: a GateError."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise GateError(f"the {phase.name} phase's Locust run wrote no figures ({path}: {e})") from None
+    if data["exceptions"]:
+        raise GateError(f"Locust's users raised in the {phase.name} phase: " + "; ".join(data["exceptions"]))
+    if not data["requests"]:
+        raise GateError(f"no request was answered in the {phase.name} phase ({phase.seconds} s)")
+    return {key: float(data[key]) for key in ("requests", "failures", "p50_ms", "p95_ms", "rps")}
 
 
 def measurements(latency: GatePhase, throughput: GatePhase, questions: int) -> dict[str, float]:

@@ -9,7 +9,9 @@ else DGEMMA_LOADTEST_API_KEY). Debug one user with `python loadtest/locustfile.p
 from __future__ import annotations
 
 import itertools
+import json
 import random
+from pathlib import Path
 from typing import Any
 
 from locust import FastHttpUser, constant, events, task
@@ -22,9 +24,31 @@ from loadtest.validate import problem
 def _arguments(parser: Any) -> None:
     parser.add_argument("--phase", choices=["latency", "throughput"], default="throughput")
     parser.add_argument("--read-policy", choices=["single", "adaptive", "debias"], default="single")
+    parser.add_argument("--figures", default="", help="write the run's final figures here (JSON)")
 
 
 events.init_command_line_parser.add_listener(_arguments)  # type: ignore[no-untyped-call]
+
+
+@events.test_stop.add_listener  # type: ignore[untyped-decorator]
+def _final_figures(environment: Any, **_: Any) -> None:
+    """The run's figures once every user has stopped. Locust writes its stats CSV each second and
+    not at the end, so the last write misses up to the run's last second (a 2 s run: 23 of 38
+    requests), and a short run on a loaded machine may show none."""
+    path = getattr(environment.parsed_options, "figures", "")
+    if not path:
+        return
+    total = environment.stats.total
+    answered = total.num_requests > 0
+    figures = {
+        "requests": total.num_requests,
+        "failures": total.num_failures,
+        "p50_ms": total.get_response_time_percentile(0.5) if answered else None,
+        "p95_ms": total.get_response_time_percentile(0.95) if answered else None,
+        "rps": total.total_rps,
+        "exceptions": [f"{e['count']}x {e['msg']}" for e in environment.runner.exceptions.values()],
+    }
+    Path(path).write_text(json.dumps(figures))
 
 
 class AlertDecisionUser(FastHttpUser):

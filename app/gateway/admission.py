@@ -73,6 +73,11 @@ class Admission:
     def weight(self, planned_reads: int) -> int:
         return max(1, min(self.capacity, math.ceil(planned_reads / self._reads_per_unit)))
 
+    def _spare_s(self, deadline: float, now: float, hold_s: float) -> float:
+        """How much longer a waiter may wait: its deadline must leave `hold_s` (expected_hold_s) for
+        its read. At 0 or below it is too late."""
+        return deadline - now - hold_s
+
     def expected_hold_s(self) -> float:
         """The longest of the recent decisions' times in a slot (0 before the first): a waiter is let
         in only if even that fits before its deadline. A long outlier passes with `recent` more."""
@@ -93,16 +98,18 @@ class Admission:
         self._metrics.inflight.inc()
         loop = asyncio.get_running_loop()
         granted_at = loop.time()
+        failed: BaseException | None = None
         try:
             yield
-        except DeadlinePassed:
-            # Cut at its deadline, it held the slot at least this long: a stuck engine raises the
-            # estimate. One cancelled by its client or failed says nothing of how long decisions take.
-            self._held_s.append(loop.time() - granted_at)
+        except BaseException as e:
+            failed = e
             raise
-        else:
-            self._held_s.append(loop.time() - granted_at)
         finally:
+            # One answered, or cut at its deadline (it held the slot at least this long: a stuck
+            # engine raises the estimate), counts; one cancelled by its client or failed says nothing
+            # of how long decisions take.
+            if failed is None or isinstance(failed, DeadlinePassed):
+                self._held_s.append(loop.time() - granted_at)
             self._metrics.inflight.dec()
             self._give(units)
 
@@ -116,7 +123,7 @@ class Admission:
         loop = asyncio.get_running_loop()
         limit, reason = self._max_wait_s, "queue_wait"
         if deadline is not None:
-            left = deadline - loop.time() - self.expected_hold_s()
+            left = self._spare_s(deadline, loop.time(), self.expected_hold_s())
             if left <= 0:
                 raise self._saturated("deadline", _TOO_LATE)
             if limit is None or left < limit:
@@ -156,12 +163,12 @@ class Admission:
         self._grant()
 
     def _grant(self) -> None:
-        now = asyncio.get_running_loop().time()
+        now, hold_s = asyncio.get_running_loop().time(), self.expected_hold_s()
         while self._waiters and self._waiters[0][0] <= self._free:
             units, granted, deadline = self._waiters.popleft()
             if granted.done():  # cancelled, its task not yet resumed
                 continue
-            if deadline is not None and deadline - now < self.expected_hold_s():
+            if deadline is not None and self._spare_s(deadline, now, hold_s) <= 0:
                 # Its turn came too late to be read before its deadline (the estimate may have grown
                 # since it joined the line): turned away, and the slot goes to the next.
                 granted.set_exception(self._saturated("deadline", _TOO_LATE))

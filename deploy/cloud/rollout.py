@@ -221,7 +221,8 @@ def _preflight(r: Rollout) -> None:
     if r.cfg.checkpoint is not None:
         r.local, r.cfg = checkpoint_version(r.cfg, r.cfg.checkpoint, r.shell)
     if r.cfg != asked:
-        check_deploy(r.cfg)  # what came from the history, against this checkout's module and fit
+        # What came from the history, against this checkout's module and fit (its upload set: checked).
+        check_deploy(r.cfg, upload=False)
     applied = r.history.applied
     if applied and not r.shell.dry_run:  # first: a policy check would only name the symptom
         check_paging(r.cfg, applied, tfvars(r.cfg, str(applied.get("weights_mode", ""))))

@@ -355,7 +355,11 @@ def _real(tool: str) -> str:
 
     for entry in os.environ.get("PATH", "").split(os.pathsep):
         found = shutil.which(tool, path=entry)
-        if found and "devtools.harness.fakecloud" not in Path(found).read_text(errors="replace")[:500]:
+        if not found:
+            continue
+        with open(found, "rb") as f:  # the head only: the real terraform is a binary of ~90 MB
+            head = f.read(500)
+        if b"devtools.harness.fakecloud" not in head:
             return found
     raise SystemExit(_fail(f"fakecloud: no real {tool} on PATH for a local command", 2))
 

@@ -253,6 +253,12 @@ def test_the_gate_sends_the_id_token_on_every_request(tmp_path: Path) -> None:
     assert {r.path for r in warm_up} == {"/readyz", "/v1/systemone"}
     users = [r for r in seen if "gevent-http-client" in r.headers["user-agent"]]  # Locust's FastHttpUser
     assert len(warm_up) + len(users) == len(seen)
+    # The gate counts every request its users sent (Locust's stats CSV misses the run's last second).
+    counted = [
+        json.loads((tmp_path / f"{p}_figures.json").read_text())["requests"]
+        for p in ("latency", "throughput")
+    ]
+    assert sum(counted) == len(users) and all(counted), counted
     questions = {len(json.loads(r.body)["questions"]) for r in users}
     assert questions == {1, 3}  # both phases: one question (latency), the three alert questions
     assert "PASS" in (tmp_path / "summary.md").read_text()

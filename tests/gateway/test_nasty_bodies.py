@@ -24,14 +24,14 @@ async def test_a_nasty_body_gets_a_clear_4xx_or_an_answer(make_app: AppFactory, 
     assert (await gw.get("/healthz")).status_code == 200
 
 
-async def test_a_busy_answer_is_sent_again_and_a_server_error_is_not() -> None:
-    """The corpus runner resends a case answered 429, or 503 with Retry-After (a decision cut at
-    the gateway's deadline), as a client would; a 503 without it, and the last busy answer, count."""
+async def test_a_shed_case_is_sent_again_and_a_server_error_is_not() -> None:
+    """The corpus runner resends a case shed with 429 after its Retry-After, as a client would; a 503
+    (with Retry-After or not: the engine's failure, never the gateway's line) and the last 429 count."""
     busy = {"retry-after": "0"}
     script = [
-        httpx.Response(503, headers=busy, json={"detail": "cut at the deadline"}),  # the first case...
+        httpx.Response(429, headers=busy, json={"detail": "busy"}),  # the first case...
         httpx.Response(200, json={"answers": {}}),  # ...sent again
-        httpx.Response(503, json={"detail": "the engine failed"}),  # the second: not resent
+        httpx.Response(503, headers=busy, json={"detail": "the engine failed"}),  # the second: not resent
         *[httpx.Response(429, headers=busy, json={"detail": "busy"})] * (nasty.SHED_RETRIES + 1),
     ]
 

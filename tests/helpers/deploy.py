@@ -29,9 +29,10 @@ PROJECT, REGION = "my-gpu-project", "europe-west4"
 WEIGHTS_BUCKET = f"{PROJECT}-dgemma-weights"
 
 
-# 4 s of throughput: Locust takes up to ~2 s to start its users on a loaded 2-core machine, and a
-# shorter window then measured no request at all (throughput 0, a failed gate).
-FAST_GATE = ["--profile", "cpu-smoke", "--latency-seconds", "2", "--throughput-seconds", "4"]
+# Short windows: the deploy's tests check the orchestration around the gate (tests/loadtest/ checks
+# its figures). Each Locust run counts every request started before its end (its final figures,
+# loadtest/locustfile.py), so a short window on a loaded machine still measures some.
+FAST_GATE = ["--profile", "cpu-smoke", "--latency-seconds", "1", "--throughput-seconds", "2"]
 
 
 class Cloud:

@@ -78,7 +78,7 @@ def write_report(figures: dict[str, Any], out: Path) -> Path:
     ]
     lines += [
         row(b["name"], b["body_bytes"], b["status"], f"{b['seconds'] * 1000:.0f}")
-        + (f" shed {b['shed']} time(s) first (429 or 503 with Retry-After) |" if b.get("shed") else "")
+        + (f" shed {b['shed']} time(s) first (429) |" if b.get("shed") else "")
         + (f" **{b['problem']}**" if b["problem"] else "")
         for b in h["nasty"]
     ]
